@@ -1,0 +1,1 @@
+"""The ``fencecall`` command line."""

@@ -1,0 +1,42 @@
+"""Entry point: dispatches to the subcommands and turns expected errors into messages."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from . import parse_cmd
+from .inputs import InputError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fencecall",
+        description="An agent runtime in which a model's plain text is the tool call.")
+    parser.add_argument("--version", action="version", version=f"fencecall {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parse_cmd.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        code: int = args.handler(args)
+    except InputError as err:
+        print(f"fencecall: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fencecall: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

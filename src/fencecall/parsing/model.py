@@ -1,0 +1,74 @@
+"""The values the parsers produce: code blocks and tool calls, both immutable."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class ToolFormat(StrEnum):
+    """How a model writes its tool calls.
+
+    The format is always chosen per call (an argument), never through global state, so two
+    conversations in one process can use different formats at the same time.
+    """
+
+    MARKDOWN = "markdown"
+    """Fenced code blocks: the langtag's first word names the tool (```` ```shell ````)."""
+    XML = "xml"
+    """``<tool-use><shell>…</shell></tool-use>`` or ``<function_calls><invoke …>``."""
+    TOOL = "tool"
+    """Native function calling plus the ``@name(call_id): {json}`` text form and markdown blocks."""
+
+
+@dataclass(frozen=True, slots=True)
+class Codeblock:
+    """One fenced code block found in a message.
+
+    ``start`` is the offset of the opening fence's first backtick in the text that was parsed
+    (thinking sections included), so callers can order blocks or map them back to the source.
+    """
+
+    lang: str
+    content: str
+    start: int = 0
+
+    @property
+    def path(self) -> str | None:
+        """The file path a langtag names: ``save src/a.py`` or ``src/a.py`` → ``src/a.py``."""
+        words = self.lang.split(maxsplit=1)
+        if not words:
+            return None
+        candidate = words[-1] if len(words) == 2 else words[0]
+        looks_like_path = "/" in candidate or ("." in candidate.strip(".") and " " not in candidate)
+        return candidate if looks_like_path else None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A candidate tool call as written in a message, before any tool is looked up.
+
+    ``argline`` is everything after the tool name on a markdown langtag (``save a b.txt`` →
+    ``"a b.txt"``), kept unsplit because path arguments may hold spaces; ``args`` splits it.
+    ``kwargs`` holds named arguments (``tool`` format JSON or XML parameters).
+    """
+
+    name: str
+    argline: str = ""
+    content: str = ""
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    call_id: str | None = None
+    start: int = 0
+    format: ToolFormat = ToolFormat.MARKDOWN
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """Whitespace-separated positional arguments from ``argline``."""
+        return tuple(self.argline.split())
+
+    def key(self) -> tuple[str, str, str, tuple[tuple[str, Any], ...], str | None]:
+        """What the call *says*, ignoring where and how it was written (for comparisons)."""
+        return (self.name, self.argline, self.content, tuple(sorted(self.kwargs.items())),
+                self.call_id)

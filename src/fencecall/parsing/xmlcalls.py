@@ -1,0 +1,121 @@
+"""Read the inside of ``<tool-use>`` and ``<function_calls>`` blocks.
+
+Not an XML parser on purpose: models put raw code in these blocks (``a < b``, ``<filename>``,
+HTML), which a strict parser rejects or mangles. Instead a child runs from its opening tag to
+the first matching closing tag that is followed by nothing but another child or the end of
+the block, and ``<![CDATA[…]]>`` sections are honoured, so any content can be written safely.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+
+from .model import ToolCall, ToolFormat
+
+NAME = r"[A-Za-z_][\w.\-]*"
+_ATTRS = r"(?P<attrs>(?:\s+[\w.\-:]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)"
+_CHILD_OPEN = re.compile(rf"\s*<(?P<name>{NAME}){_ATTRS}\s*(?P<selfclose>/?)>")
+_ATTR = re.compile(r"([\w.\-:]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
+_INVOKE_OPEN = re.compile(rf"\s*<invoke{_ATTRS}\s*>")
+_PARAM_OPEN = re.compile(rf"\s*<parameter{_ATTRS}\s*(?P<selfclose>/?)>")
+_NEXT_CHILD = re.compile(rf"\s*(?:$|<{NAME}[\s/>])")
+_INVOKE_END = re.compile(r"\s*</invoke>")
+
+CDATA_OPEN = "<![CDATA["
+CDATA_CLOSE = "]]>"
+
+
+def find_outside_cdata(text: str, needle: str, pos: int) -> int:
+    """Index of ``needle`` in ``text`` at or after ``pos``, skipping CDATA sections; -1 if none."""
+    while True:
+        hit = text.find(needle, pos)
+        cdata = text.find(CDATA_OPEN, pos, hit if hit != -1 else len(text))
+        if cdata == -1:
+            return hit
+        close = text.find(CDATA_CLOSE, cdata + len(CDATA_OPEN))
+        if close == -1:
+            return -1
+        pos = close + len(CDATA_CLOSE)
+
+
+def unwrap_text(raw: str) -> str:
+    """Drop one newline after the opening and before the closing tag, then unwrap CDATA."""
+    if raw.startswith("\n"):
+        raw = raw[1:]
+    if raw.endswith("\n"):
+        raw = raw[:-1]
+    if raw.startswith(CDATA_OPEN) and raw.endswith(CDATA_CLOSE):
+        parts: list[str] = []
+        pos = 0
+        while pos < len(raw):
+            if not raw.startswith(CDATA_OPEN, pos):
+                return raw
+            close = raw.find(CDATA_CLOSE, pos + len(CDATA_OPEN))
+            if close == -1:
+                return raw
+            parts.append(raw[pos + len(CDATA_OPEN) : close])
+            pos = close + len(CDATA_CLOSE)
+        return "".join(parts)
+    return raw
+
+
+def _attributes(attrs: str) -> dict[str, str]:
+    return {
+        m.group(1): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
+        for m in _ATTR.finditer(attrs)
+    }
+
+
+def iter_tool_use(body: str, offset: int) -> Iterator[ToolCall]:
+    """Calls in the body of ``<tool-use>…</tool-use>``; ``offset`` is the body's position."""
+    pos = 0
+    while (m := _CHILD_OPEN.match(body, pos)) is not None:
+        name = m.group("name")
+        attributes = _attributes(m.group("attrs"))
+        argline = attributes.pop("args", "").strip()
+        start = offset + m.start("name") - 1
+        if m.group("selfclose"):
+            yield ToolCall(name, argline, "", attributes, start=start, format=ToolFormat.XML)
+            pos = m.end()
+            continue
+        closing = f"</{name}>"
+        search = m.end()
+        while True:
+            end = find_outside_cdata(body, closing, search)
+            if end == -1:
+                return
+            if _NEXT_CHILD.match(body, end + len(closing)):
+                break
+            search = end + len(closing)
+        content = unwrap_text(body[m.end() : end])
+        yield ToolCall(name, argline, content, attributes, start=start, format=ToolFormat.XML)
+        pos = end + len(closing)
+
+
+def iter_function_calls(body: str, offset: int) -> Iterator[ToolCall]:
+    """Calls in the body of ``<function_calls>``: ``<invoke name=…><parameter name=…>``."""
+    pos = 0
+    while (m := _INVOKE_OPEN.match(body, pos)) is not None:
+        name = _attributes(m.group("attrs")).get("name", "")
+        start = offset + m.start() + (len(m.group()) - len(m.group().lstrip()))
+        params: dict[str, str] = {}
+        pos = m.end()
+        while (p := _PARAM_OPEN.match(body, pos)) is not None:
+            pname = _attributes(p.group("attrs")).get("name", "")
+            if p.group("selfclose"):
+                params[pname] = ""
+                pos = p.end()
+                continue
+            end = find_outside_cdata(body, "</parameter>", p.end())
+            if end == -1:
+                return
+            params[pname] = unwrap_text(body[p.end() : end])
+            pos = end + len("</parameter>")
+        close = _INVOKE_END.match(body, pos)
+        if close is None:
+            return
+        pos = close.end()
+        if name:
+            yield ToolCall(name, kwargs=params, start=start, format=ToolFormat.XML)
