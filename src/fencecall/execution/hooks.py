@@ -1,0 +1,164 @@
+"""Typed hook points: where tools, plugins and users plug into a session.
+
+Each hook point carries its own data type, so a hook for ``TOOL_PRE_EXECUTE`` is checked to
+take a :class:`ToolPreExecute`. A hook may return nothing, messages to add, or a
+:class:`Block` to stop what is about to happen (pre hooks only). Higher priorities run first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ..message import Message, system
+
+if TYPE_CHECKING:
+    from .session import Session
+    from .tooluse import ToolInvocation
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Returned by a pre hook to stop the action; ``reason`` is shown to the model."""
+
+    reason: str
+
+
+HookReturn = Message | str | Block | Iterable[Message | str | Block] | None
+
+
+@dataclass(frozen=True, slots=True)
+class HookPoint(Generic[T]):
+    """A named place hooks attach to; ``can_block`` says whether a Block is honoured."""
+
+    name: str
+    can_block: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPreExecute:
+    invocation: ToolInvocation
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPostExecute:
+    invocation: ToolInvocation
+    results: tuple[Message, ...]
+    duration: float
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePreProcess:
+    session: Session
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePostProcess:
+    session: Session
+    message: Message
+    results: tuple[Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEvent:
+    session: Session
+
+
+@dataclass(frozen=True, slots=True)
+class FileSave:
+    """A file a tool is about to write (pre) or has written (post)."""
+
+    session: Session
+    path: Path
+    content: str
+    previous: str | None
+
+
+TOOL_PRE_EXECUTE: HookPoint[ToolPreExecute] = HookPoint("tool.pre_execute", can_block=True)
+TOOL_POST_EXECUTE: HookPoint[ToolPostExecute] = HookPoint("tool.post_execute")
+MESSAGE_PRE_PROCESS: HookPoint[MessagePreProcess] = HookPoint("message.pre_process",
+                                                              can_block=True)
+MESSAGE_POST_PROCESS: HookPoint[MessagePostProcess] = HookPoint("message.post_process")
+SESSION_START: HookPoint[SessionEvent] = HookPoint("session.start")
+SESSION_END: HookPoint[SessionEvent] = HookPoint("session.end")
+FILE_PRE_SAVE: HookPoint[FileSave] = HookPoint("file.pre_save", can_block=True)
+FILE_POST_SAVE: HookPoint[FileSave] = HookPoint("file.post_save")
+
+
+@dataclass(frozen=True, slots=True)
+class Hook(Generic[T]):
+    point: HookPoint[T]
+    func: Callable[[T], HookReturn]
+    priority: int = 0
+    name: str = ""
+
+
+@dataclass(slots=True)
+class HookOutcome:
+    messages: list[Message] = field(default_factory=list)
+    blocked: Block | None = None
+
+
+class HookRegistry:
+    """The hooks of one session. Registration is thread-safe; running takes a snapshot."""
+
+    def __init__(self) -> None:
+        self._hooks: dict[str, list[Hook[Any]]] = {}
+        self._lock = threading.Lock()
+
+    def register(self, hook: Hook[Any]) -> None:
+        with self._lock:
+            hooks = [*self._hooks.get(hook.point.name, ()), hook]
+            hooks.sort(key=lambda h: -h.priority)
+            self._hooks[hook.point.name] = hooks
+
+    def add(self, point: HookPoint[T], func: Callable[[T], HookReturn], *, priority: int = 0,
+            name: str = "") -> Hook[T]:
+        hook = Hook(point, func, priority, name or getattr(func, "__name__", "hook"))
+        self.register(hook)
+        return hook
+
+    def unregister(self, hook: Hook[Any]) -> None:
+        with self._lock:
+            self._hooks[hook.point.name] = [
+                h for h in self._hooks.get(hook.point.name, ()) if h is not hook]
+
+    def hooks(self, point: HookPoint[Any]) -> tuple[Hook[Any], ...]:
+        with self._lock:
+            return tuple(self._hooks.get(point.name, ()))
+
+    def run(self, point: HookPoint[T], data: T) -> HookOutcome:
+        """Run the hooks of ``point`` in priority order; the first Block stops the rest.
+
+        A hook that raises is reported as a system message and, at a point that can block,
+        blocks: a guard that crashed must not let the action through.
+        """
+        outcome = HookOutcome()
+        for hook in self.hooks(point):
+            try:
+                returned = hook.func(data)
+                items = returned if isinstance(returned, Iterable) and not isinstance(
+                    returned, str | Message | Block) else [returned]
+                for item in items:
+                    if isinstance(item, Block):
+                        if point.can_block:
+                            outcome.blocked = item
+                    elif isinstance(item, str):
+                        outcome.messages.append(system(item))
+                    elif isinstance(item, Message):
+                        outcome.messages.append(item)
+            except Exception as err:
+                outcome.messages.append(system(
+                    f"Hook {hook.name!r} ({point.name}) failed: {type(err).__name__}: {err}"))
+                if point.can_block:
+                    outcome.blocked = Block(f"hook {hook.name!r} failed")
+            if outcome.blocked is not None:
+                break
+        return outcome

@@ -1,0 +1,1 @@
+"""The tools fencecall ships; every ToolSpec defined in a module here is discovered."""

@@ -1,0 +1,155 @@
+"""Toolchain: the tools one session has loaded, chosen by an allowlist.
+
+Allowlist entries are tool names, ``fnmatch`` globs (``mcp.*``), ``hint:TAG`` (every tool
+carrying that hint), or paths to ``.py`` files. Tools marked ``disabled_by_default`` load
+only when named exactly. A name that matches nothing is an error; a named tool that is not
+available here is a warning. A Toolchain is immutable, so sessions in different threads
+each hold their own and never see each other's tools.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Iterable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+from ..parsing import ToolFormat
+from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
+from .spec import ToolSpec, api_name
+
+_INIT_LOCK = threading.Lock()
+_toolchain: ContextVar[Toolchain | None] = ContextVar("fencecall_toolchain", default=None)
+
+
+class UnknownToolError(ValueError):
+    """An allowlist named a tool that does not exist."""
+
+
+def is_file_entry(entry: str) -> bool:
+    return entry.endswith(".py") or "/" in entry or "\\" in entry
+
+
+def is_glob(entry: str) -> bool:
+    return any(c in entry for c in "*?[")
+
+
+def matches(spec: ToolSpec, entry: str) -> bool:
+    """Whether ``entry`` (name, glob or ``hint:TAG``) selects ``spec``."""
+    if entry.startswith("hint:"):
+        return entry[5:] in spec.hints
+    return fnmatchcase(spec.name, entry)
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """An ordered, immutable set of loaded tools (sorted by load priority, then name)."""
+
+    tools: tuple[ToolSpec, ...] = ()
+    _by_name: dict[str, ToolSpec] = field(init=False, repr=False, compare=False)
+    _by_block: dict[str, ToolSpec] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        ordered = tuple(sorted(self.tools, key=ToolSpec.sort_key))
+        object.__setattr__(self, "tools", ordered)
+        by_name: dict[str, ToolSpec] = {}
+        by_block: dict[str, ToolSpec] = {}
+        for spec in ordered:
+            if spec.name in by_name:
+                raise ValueError(f"two tools are called {spec.name!r}")
+            by_name[spec.name] = spec
+            by_name.setdefault(api_name(spec.name), spec)
+            for block_type in spec.block_types:
+                by_block.setdefault(block_type, spec)
+        object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_by_block", by_block)
+
+    @classmethod
+    def build(cls, allowlist: Sequence[str] | None = None, *,
+              catalogue: Iterable[ToolSpec] | None = None,
+              root: Path | None = None) -> Toolchain:
+        """Select and initialise tools.
+
+        ``catalogue`` defaults to the built-in tools plus installed plugins. File entries are
+        loaded with :func:`load_from_file`; relative ones are resolved against ``root`` (the
+        workspace) and must stay inside it.
+        """
+        known = list(builtin_tools()) + plugin_tools() if catalogue is None else list(catalogue)
+        chosen: dict[str, ToolSpec] = {}
+        if allowlist is None:
+            for spec in known:
+                if not spec.disabled_by_default and spec.is_available():
+                    chosen.setdefault(spec.name, spec)
+        else:
+            for entry in allowlist:
+                for spec in _select(entry, known, root):
+                    chosen.setdefault(spec.name, spec)
+        return cls(tuple(_initialise(spec) for spec in chosen.values()))
+
+    def get(self, name: str) -> ToolSpec | None:
+        """The tool called ``name`` (or its provider-safe form, ``mcp__fetch``)."""
+        return self._by_name.get(name)
+
+    def for_langtag(self, langtag: str) -> ToolSpec | None:
+        """The tool a code block's langtag dispatches to (by its first word)."""
+        words = langtag.split(maxsplit=1)
+        return self._by_block.get(words[0]) if words else None
+
+    def names(self) -> list[str]:
+        return [spec.name for spec in self.tools]
+
+    def instructions(self, fmt: ToolFormat | str = ToolFormat.MARKDOWN) -> str:
+        """The system-prompt text teaching a model these tools in ``fmt``."""
+        from .instructions import toolchain_instructions
+
+        return toolchain_instructions(self, ToolFormat(fmt))
+
+
+def _select(entry: str, known: list[ToolSpec], root: Path | None) -> list[ToolSpec]:
+    if is_file_entry(entry):
+        return load_from_file(entry, root=root)
+    hits = [spec for spec in known if matches(spec, entry)]
+    explicit = not entry.startswith("hint:") and not is_glob(entry)
+    if explicit and not hits:
+        names = ", ".join(sorted(s.name for s in known)) or "none"
+        raise UnknownToolError(f"unknown tool {entry!r}; known tools: {names}")
+    selected = []
+    for spec in hits:
+        if spec.disabled_by_default and not explicit:
+            continue
+        if not spec.is_available():
+            if explicit:
+                warnings.warn(f"fencecall: tool {spec.name!r} is not available here; skipped",
+                              stacklevel=3)
+            continue
+        selected.append(spec)
+    if not explicit and not selected:
+        warnings.warn(f"fencecall: {entry!r} matched no available tool", stacklevel=3)
+    return selected
+
+
+def _initialise(spec: ToolSpec) -> ToolSpec:
+    if spec.init is None:
+        return spec
+    with _INIT_LOCK:
+        final = spec.init()
+    if not isinstance(final, ToolSpec):
+        raise ToolLoadError(f"{spec.name}: init() returned {type(final).__name__}, not ToolSpec")
+    return final
+
+
+def init_tools(allowlist: Sequence[str] | None = None, *,
+               catalogue: Iterable[ToolSpec] | None = None,
+               root: Path | None = None) -> Toolchain:
+    """Build a toolchain and make it the current one in this context (thread or task)."""
+    toolchain = Toolchain.build(allowlist, catalogue=catalogue, root=root)
+    _toolchain.set(toolchain)
+    return toolchain
+
+
+def current_toolchain() -> Toolchain:
+    """The toolchain set by :func:`init_tools` in this context; empty if none was."""
+    return _toolchain.get() or Toolchain()

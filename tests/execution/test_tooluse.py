@@ -1,0 +1,210 @@
+"""The execution pipeline: hooks, confirmation, errors, interrupts and call ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fencecall import ToolFormat
+from fencecall.execution import (
+    MESSAGE_POST_PROCESS,
+    SESSION_END,
+    SESSION_START,
+    TOOL_POST_EXECUTE,
+    TOOL_PRE_EXECUTE,
+    Block,
+    ConfirmRequest,
+    Session,
+    ToolPostExecute,
+    ToolPreExecute,
+    ToolUse,
+    auto_yes,
+    current_invocation,
+)
+from fencecall.message import Message
+from fencecall.tools import Command, Toolchain, ToolSpec
+
+
+F = "```"
+
+
+def run(session: Session, text: str) -> list[str]:
+    return [m.content for m in session.execute(text)]
+
+
+def test_markdown_block_runs_with_args_and_generator_results(toolchain: Toolchain,
+                                                             tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+    assert run(session, f"{F}echo loud\nhello\n{F}\n") == ["echo: hello", "args: ('loud',)"]
+    assert current_invocation() is None
+
+
+def test_alias_block_type_and_plain_code_blocks(toolchain: Toolchain, tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+    assert run(session, f"{F}say\nhi\n{F}\n{F}python\nnot a tool\n{F}\n")[0] == "echo: hi"
+    [use] = ToolUse.iter_from_content(f"{F}say\nhi\n{F}\n{F}json\n{{}}\n{F}", toolchain)
+    assert (use.tool, use.call.name) == ("echo", "say")
+
+
+def test_function_tool_in_every_format(toolchain: Toolchain, tmp_path: Path) -> None:
+    texts = {
+        ToolFormat.MARKDOWN: f"{F}add 2 3 loud\n{F}\n",
+        ToolFormat.XML: '<tool-use><add args="2 3" mode="loud"></add></tool-use>',
+        ToolFormat.TOOL: '@add(c9): {"a": 2, "b": 3, "mode": "loud"}',
+    }
+    for fmt, text in texts.items():
+        session = Session(toolchain, workspace=tmp_path, fmt=fmt)
+        [result] = list(session.execute(text))
+        assert result.content == "5!"
+        assert result.role == "system"
+        assert result.call_id == ("c9" if fmt is ToolFormat.TOOL else None)
+
+
+def test_bad_argument_reaches_the_model_as_a_message(toolchain: Toolchain,
+                                                     tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+    assert run(session, f"{F}add two\n{F}\n") == [
+        "Invalid call: add: argument 'a' must be an integer, got 'two'"]
+
+
+def test_unknown_named_tool_is_reported(toolchain: Toolchain, tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path, fmt="tool")
+    [message] = run(session, '@nope(x): {"a": 1}')
+    assert message.startswith("Unknown tool 'nope'. Available tools: ")
+
+
+def test_exception_in_tool_becomes_error_message(toolchain: Toolchain, tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+    assert run(session, f"{F}boom\n{F}\n{F}add 1\n{F}\n") == [
+        "Error while running boom: RuntimeError: disk on fire", "2"]
+
+
+def test_ctrl_c_interrupts_the_call_and_stops_the_rest(toolchain: Toolchain,
+                                                       tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+    results = list(session.execute(f"{F}interrupt\n{F}\n{F}add 1\n{F}\n"))
+    assert [m.content for m in results] == [
+        "Interrupted: the interrupt call was stopped by the user (Ctrl-C)."]
+    assert results[0].metadata["interrupted"] is True
+
+
+def test_pre_hook_can_block_and_add_messages(toolchain: Toolchain, tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+    seen: list[str] = []
+
+    def guard(data: ToolPreExecute) -> list[str | Block]:
+        seen.append(data.invocation.spec.name)
+        if data.invocation.kwargs.get("text") == "rm -rf /":
+            return ["guard looked", Block("destructive command")]
+        return []
+
+    session.hooks.add(TOOL_PRE_EXECUTE, guard)
+    assert run(session, f"{F}echo\nrm -rf /\n{F}\n") == [
+        "guard looked", "The echo call was blocked: destructive command"]
+    assert run(session, f"{F}echo\nok\n{F}\n")[0] == "echo: ok"
+    assert seen == ["echo", "echo"]
+
+
+def test_failing_guard_blocks(toolchain: Toolchain, tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+
+    def broken(data: ToolPreExecute) -> None:
+        raise ValueError("oops")
+
+    session.hooks.add(TOOL_PRE_EXECUTE, broken)
+    messages = run(session, f"{F}echo\nhi\n{F}\n")
+    assert messages[0] == "Hook 'broken' (tool.pre_execute) failed: ValueError: oops"
+    assert "blocked" in messages[1]
+
+
+def test_hook_priorities_and_post_hook_results(toolchain: Toolchain, tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+    order: list[str] = []
+    session.hooks.add(TOOL_PRE_EXECUTE, lambda d: order.append("low"), priority=-1)
+    session.hooks.add(TOOL_PRE_EXECUTE, lambda d: order.append("high"), priority=10)
+    session.hooks.add(TOOL_PRE_EXECUTE, lambda d: order.append("mid"))
+    posts: list[ToolPostExecute] = []
+    session.hooks.add(TOOL_POST_EXECUTE, lambda d: posts.append(d) or "post note")
+    assert run(session, f"{F}add 1 1\n{F}\n") == ["2", "post note"]
+    assert order == ["high", "mid", "low"]
+    [post] = posts
+    assert [m.content for m in post.results] == ["2"]
+    assert post.duration >= 0 and post.error is None
+
+
+def test_post_hook_sees_the_error(toolchain: Toolchain, tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+    errors: list[BaseException | None] = []
+    session.hooks.add(TOOL_POST_EXECUTE, lambda d: errors.append(d.error))
+    run(session, f"{F}boom\n{F}\n")
+    assert isinstance(errors[0], RuntimeError)
+
+
+def test_confirmation_declines_by_default_and_shows_preview(toolchain: Toolchain,
+                                                           tmp_path: Path) -> None:
+    text = f"{F}write notes.txt\nhello\n{F}\n"
+    assert run(Session(toolchain, workspace=tmp_path), text) == [
+        "The write call was not confirmed, so it did not run."]
+    asked: list[ConfirmRequest] = []
+
+    def confirm(request: ConfirmRequest) -> bool:
+        asked.append(request)
+        return True
+
+    assert run(Session(toolchain, workspace=tmp_path, confirm=confirm), text) == [
+        "wrote notes.txt"]
+    assert asked[0].preview == "+ hello"
+    assert asked[0].invocation.spec.name == "write"
+    assert run(Session(toolchain, workspace=tmp_path, confirm=auto_yes), text) == [
+        "wrote notes.txt"]
+
+
+def test_per_call_confirmation_rule(tmp_path: Path) -> None:
+    careful = ToolSpec("careful", "x", execute=lambda inv: "ran", parameters=(),
+                       confirm=lambda inv: inv.args != ("safe",))
+    session = Session(Toolchain((careful,)), workspace=tmp_path)
+    assert run(session, f"{F}careful safe\n{F}\n") == ["ran"]
+    assert "not confirmed" in run(session, f"{F}careful risky\n{F}\n")[0]
+
+
+def test_message_hooks_and_session_lifecycle(toolchain: Toolchain, tmp_path: Path) -> None:
+    events: list[str] = []
+
+    class Resource:
+        def close(self) -> None:
+            events.append("closed")
+
+    spec = ToolSpec("res", "x", execute=lambda inv: str(id(inv.session.resource("r", Resource))),
+                    hooks=(), commands=(Command("hello", lambda s, arg: f"hi {arg}"),))
+    chain = Toolchain((spec,))
+    from fencecall.execution import HookRegistry
+
+    hooks = HookRegistry()
+    hooks.add(SESSION_START, lambda d: events.append("start"))
+    hooks.add(SESSION_END, lambda d: events.append("end"))
+    hooks.add(MESSAGE_POST_PROCESS, lambda d: events.append(f"results={len(d.results)}"))
+    with Session(chain, workspace=tmp_path, hooks=hooks) as session:
+        first = run(session, f"{F}res\n{F}\n{F}res\n{F}\n")
+        assert first[0] == first[1]  # one resource per session
+        assert session.run_command("/hello world") == "hi world"
+        assert session.run_command("/nope") is None
+    assert events == ["start", "results=2", "end", "closed"]
+
+
+def test_to_output_converts_between_formats(toolchain: Toolchain) -> None:
+    [use] = ToolUse.iter_from_content('@write(c1): {"path": "a.txt", "content": "x"}',
+                                      toolchain, "tool")
+    assert use.to_output("markdown", toolchain) == f"{F}write a.txt\nx\n{F}"
+    assert use.to_output("xml", toolchain) == (
+        '<tool-use>\n<write args="a.txt">\nx\n</write>\n</tool-use>')
+    [back] = ToolUse.iter_from_content(use.to_output("markdown", toolchain), toolchain)
+    assert back.to_output("tool", toolchain) == (
+        '@write(): {"path": "a.txt", "content": "x"}')
+
+
+def test_informational_tools_are_not_run(toolchain: Toolchain, tmp_path: Path) -> None:
+    assert run(Session(toolchain, workspace=tmp_path), f"{F}notes\nx\n{F}\n") == []
+
+
+def test_execute_accepts_a_message(toolchain: Toolchain, tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+    assert [m.content for m in session.execute(Message("assistant", f"{F}add 4\n{F}"))] == ["5"]
