@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant"]
+FAILED_STATUSES = frozenset({"error", "blocked", "declined", "interrupted"})
 
 
 def _now() -> datetime:
@@ -24,9 +25,15 @@ class Message:
     timestamp: datetime = field(default_factory=_now)
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
-    def with_call_id(self, call_id: str | None) -> Message:
-        return self if call_id is None or self.call_id == call_id else replace(
-            self, call_id=call_id)
+    def tagged(self, call_id: str | None, tool: str) -> Message:
+        """This message as the result of call ``call_id`` of ``tool``."""
+        return replace(self, call_id=call_id if call_id is not None else self.call_id,
+                       metadata={**self.metadata, "tool": tool})
+
+    @property
+    def failed(self) -> bool:
+        """Whether this tool result reports a call that did not do its job."""
+        return self.metadata.get("status") in FAILED_STATUSES
 
 
 def system(content: str, **metadata: Any) -> Message:

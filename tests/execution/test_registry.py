@@ -126,7 +126,7 @@ def test_load_from_file_and_unique_module_names(tmp_path: Path) -> None:
 
 def test_load_from_file_refusals(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("x = 1")
-    with pytest.raises(ToolLoadError, match="not a .py file"):
+    with pytest.raises(ToolLoadError, match=r"not a \.py file"):
         load_from_file(tmp_path / "notes.txt")
     with pytest.raises(ToolLoadError, match="no such file"):
         load_from_file(tmp_path / "absent.py")
@@ -140,7 +140,7 @@ def test_load_from_file_refusals(tmp_path: Path) -> None:
     with pytest.raises(ToolLoadError, match="failed to load: SystemError: bad plugin"):
         load_from_file(tmp_path / "broken.py")
     (tmp_path / "disguised.py").symlink_to(tmp_path / "notes.txt")
-    with pytest.raises(ToolLoadError, match="not a .py file"):
+    with pytest.raises(ToolLoadError, match=r"not a \.py file"):
         load_from_file(tmp_path / "disguised.py")
 
 

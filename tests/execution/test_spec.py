@@ -83,7 +83,7 @@ def test_bind_content_and_argline_params() -> None:
 def test_unbind_is_the_inverse_of_bind_for_block_formats() -> None:
     assert WRITE.unbind({"path": "a b.txt", "content": "x"}) == ("a b.txt", "x", {})
     assert ADD.unbind({"a": 1, "b": 2, "mode": "plain"}) == ("1 2 plain", "", {})
-    argline, content, rest = ADD.unbind({"a": 1, "mode": "has space"})
+    argline, _content, rest = ADD.unbind({"a": 1, "mode": "has space"})
     assert (argline, rest) == ("1", {"mode": "has space"})
 
 

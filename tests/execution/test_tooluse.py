@@ -23,7 +23,6 @@ from fencecall.execution import (
 from fencecall.message import Message
 from fencecall.tools import Command, Toolchain, ToolSpec
 
-
 F = "```"
 
 
@@ -84,7 +83,7 @@ def test_ctrl_c_interrupts_the_call_and_stops_the_rest(toolchain: Toolchain,
     results = list(session.execute(f"{F}interrupt\n{F}\n{F}add 1\n{F}\n"))
     assert [m.content for m in results] == [
         "Interrupted: the interrupt call was stopped by the user (Ctrl-C)."]
-    assert results[0].metadata["interrupted"] is True
+    assert results[0].metadata["status"] == "interrupted"
 
 
 def test_pre_hook_can_block_and_add_messages(toolchain: Toolchain, tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import parse_cmd
+from ..tools import ToolLoadError, UnknownToolError
+from . import parse_cmd, run_cmd
 from .inputs import InputError
 
 
@@ -18,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fencecall {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     parse_cmd.add_parser(subparsers)
+    run_cmd.add_parser(subparsers)
     return parser
 
 
@@ -29,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code: int = args.handler(args)
-    except InputError as err:
+    except (InputError, ToolLoadError, UnknownToolError) as err:
         print(f"fencecall: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -108,20 +108,21 @@ class ToolUse:
     def execute(self, session: Session) -> Iterator[Message]:
         """Run the call; yield its result messages, tagged with the call id."""
         for message in self._execute(session):
-            yield message.with_call_id(self.call_id)
+            yield message.tagged(self.call_id, self.tool)
 
     def _execute(self, session: Session) -> Iterator[Message]:
         spec = session.toolchain.get(self.tool)
         if spec is None:
             known = ", ".join(session.toolchain.names()) or "none"
-            yield system(f"Unknown tool {self.tool!r}. Available tools: {known}.")
+            yield system(f"Unknown tool {self.tool!r}. Available tools: {known}.",
+                         status="error")
             return
         if not spec.is_runnable:
             return
         try:
             kwargs = spec.bind(self.argline, self.content, self.kwargs)
         except ArgumentError as err:
-            yield system(f"Invalid call: {err}")
+            yield system(f"Invalid call: {err}", status="error")
             return
         invocation = ToolInvocation(self, spec, kwargs, session)
         token = _current.set(invocation)
@@ -135,13 +136,13 @@ class ToolUse:
         except KeyboardInterrupt as err:
             error = err
             message = system(f"Interrupted: the {self.tool} call was stopped by the user "
-                             "(Ctrl-C).", interrupted=True)
+                             "(Ctrl-C).", status="interrupted")
             results.append(message)
             yield message
         except Exception as err:
             error = err
             message = system(f"Error while running {self.tool}: {type(err).__name__}: {err}",
-                             error=type(err).__name__)
+                             status="error", exception=type(err).__name__)
             results.append(message)
             yield message
         finally:
@@ -182,13 +183,14 @@ class ToolInvocation:
         pre = self.session.hooks.run(TOOL_PRE_EXECUTE, ToolPreExecute(self))
         yield from pre.messages
         if pre.blocked is not None:
-            yield system(f"The {self.spec.name} call was blocked: {pre.blocked.reason}")
+            yield system(f"The {self.spec.name} call was blocked: {pre.blocked.reason}",
+                         status="blocked")
             return
         if self._needs_confirmation():
             preview = self.spec.preview(self) if self.spec.preview else None
             if not self.confirm(f"Run {self.spec.name}?", preview):
                 yield system(f"The {self.spec.name} call was not confirmed, so it did not run.",
-                             declined=True)
+                             status="declined")
                 return
         assert self.spec.execute is not None
         yield from _messages(self.spec.execute(self))
@@ -231,7 +233,7 @@ def execute_msg(message: Message, session: Session) -> Iterator[Message]:
         interrupted = False
         for result in use.execute(session):
             results.append(result)
-            interrupted = interrupted or bool(result.metadata.get("interrupted"))
+            interrupted = interrupted or result.metadata.get("status") == "interrupted"
             yield result
         if interrupted:
             break

@@ -96,6 +96,8 @@ class ToolSpec:
     init: Callable[[], ToolSpec] | None = None
     confirm: bool | Callable[[ToolInvocation], bool] = False
     preview: Callable[[ToolInvocation], str | None] | None = None
+    functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
+    """Functions this tool makes callable from code run by the python tool."""
 
     def __post_init__(self) -> None:
         if not _NAME_RE.fullmatch(self.name):

@@ -1,0 +1,112 @@
+"""save and append: write files inside the workspace, atomically, after showing a diff."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ...execution.hooks import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
+from ...execution.tooluse import ToolInvocation
+from ...message import Message, system
+from ..arguments import Parameter
+from ..runtime.files import atomic_write, read_existing, unified_diff
+from ..spec import Example, ToolSpec
+from ..workspace import OutsideWorkspace, display, resolve_in_roots
+
+PATH_AND_CONTENT = (
+    Parameter("path", description="File path, relative to the workspace."),
+    Parameter("content", description="The text to write."),
+)
+
+
+def target(invocation: ToolInvocation) -> Path:
+    return resolve_in_roots(invocation.kwargs["path"], invocation.session.roots)
+
+
+def allowed(invocation: ToolInvocation) -> bool:
+    """Confirmation is only asked for paths the tool may write (others are refused)."""
+    try:
+        target(invocation)
+    except (OutsideWorkspace, ValueError):
+        return False
+    return True
+
+
+def with_newline(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+def new_text(invocation: ToolInvocation, previous: str | None) -> str:
+    content = with_newline(invocation.kwargs["content"])
+    if invocation.spec.name == "append" and previous:
+        return with_newline(previous) + content
+    return content
+
+
+def preview(invocation: ToolInvocation) -> str | None:
+    path = target(invocation)
+    try:
+        previous = read_existing(path)
+    except (OSError, ValueError) as err:
+        return str(err)
+    name = display(path, invocation.session.roots)
+    after = new_text(invocation, previous)
+    if previous is None:
+        return f"new file {name}:\n{after}"
+    return unified_diff(previous, after, name) or f"{name}: no changes"
+
+
+def write_file(invocation: ToolInvocation, path: Path, text: str, previous: str | None,
+               done: Callable[[str], str]) -> Message:
+    """Write through the file hooks: pre hooks may block, post hooks hear of the result."""
+    session = invocation.session
+    pre = session.hooks.run(FILE_PRE_SAVE, FileSave(session, path, text, previous))
+    notes = "".join(m.content + "\n\n" for m in pre.messages)
+    if pre.blocked is not None:
+        return system(f"{notes}Not written: {pre.blocked.reason}", status="blocked")
+    atomic_write(path, text)
+    post = session.hooks.run(FILE_POST_SAVE, FileSave(session, path, text, previous))
+    extra = "".join("\n\n" + m.content for m in post.messages)
+    return system(notes + done(display(path, session.roots)) + extra)
+
+
+def execute_write(invocation: ToolInvocation) -> Message:
+    try:
+        path = target(invocation)
+        previous = read_existing(path)
+    except (OutsideWorkspace, ValueError, OSError) as err:
+        return system(f"{invocation.spec.name}: {err}", status="error")
+    text = new_text(invocation, previous)
+    lines = text.count("\n")
+    if invocation.spec.name == "append":
+        added = with_newline(invocation.kwargs["content"]).count("\n")
+        return write_file(invocation, path, text, previous,
+                          lambda name: f"Appended {added} line(s) to {name}.")
+    verb = "Created" if previous is None else "Saved"
+    return write_file(invocation, path, text, previous,
+                      lambda name: f"{verb} {name} ({lines} lines).")
+
+
+def _file_tool(name: str, desc: str, instructions: str,
+               examples: tuple[Example, ...]) -> ToolSpec:
+    return ToolSpec(name=name, desc=desc, instructions=instructions, examples=examples,
+                    execute=execute_write, parameters=PATH_AND_CONTENT, content_param="content",
+                    argline_param="path", confirm=allowed, preview=preview,
+                    hints=frozenset({"files"}))
+
+
+save = _file_tool(
+    "save", "Write a file (replacing it), creating folders as needed.",
+    "The langtag holds the path: ```save path/to/file. The block is the complete new content "
+    "of the file.",
+    (Example.user("write a hello world script"),
+     Example.call(path="hello.py", content='print("Hello world")'),
+     Example.result("Created hello.py (1 lines).")),
+)
+
+append = _file_tool(
+    "append", "Append text to the end of a file, creating it if needed.",
+    "The langtag holds the path: ```append path/to/file.",
+    (Example.call(path="notes.txt", content="another line"),
+     Example.result("Appended 1 line(s) to notes.txt.")),
+)

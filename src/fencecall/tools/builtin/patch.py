@@ -1,0 +1,65 @@
+"""The patch tool: targeted edits with ORIGINAL/UPDATED blocks."""
+
+from __future__ import annotations
+
+from ...execution.tooluse import ToolInvocation
+from ...message import Message, system
+from ..arguments import Parameter
+from ..runtime.files import read_existing, unified_diff
+from ..runtime.patching import PatchError, apply_patch, parse_patch
+from ..spec import Example, ToolSpec
+from ..workspace import OutsideWorkspace, display
+from .files import allowed, target, write_file
+
+
+def _patched(invocation: ToolInvocation) -> tuple[str, str]:
+    """(previous text, patched text); raises with a message for the model."""
+    path = target(invocation)
+    previous = read_existing(path)
+    if previous is None:
+        raise FileNotFoundError(f"{display(path, invocation.session.roots)} does not exist; "
+                                "use save to create it")
+    name = display(path, invocation.session.roots)
+    return previous, apply_patch(previous, parse_patch(invocation.kwargs["patch"]), name)
+
+
+def preview(invocation: ToolInvocation) -> str | None:
+    try:
+        previous, patched = _patched(invocation)
+    except (PatchError, OSError, ValueError) as err:
+        return f"the patch will fail: {err}"
+    return unified_diff(previous, patched, display(target(invocation), invocation.session.roots))
+
+
+def execute_patch(invocation: ToolInvocation) -> Message:
+    try:
+        previous, patched = _patched(invocation)
+    except (PatchError, OutsideWorkspace, OSError, ValueError) as err:
+        return system(f"patch failed, the file was not changed: {err}", status="error")
+    hunks = len(parse_patch(invocation.kwargs["patch"]))
+    return write_file(invocation, target(invocation), patched, previous,
+                      lambda name: f"Patched {name} ({hunks} change(s)).")
+
+
+tool = ToolSpec(
+    name="patch",
+    desc="Edit part of a file by replacing ORIGINAL lines with UPDATED lines.",
+    instructions=(
+        "The langtag holds the path. Write one or more blocks of\n"
+        "<<<<<<< ORIGINAL\n(lines exactly as in the file)\n=======\n(new lines)\n"
+        ">>>>>>> UPDATED\nEach ORIGINAL must match exactly one place. All parts apply or "
+        "none do."),
+    execute=execute_patch,
+    parameters=(Parameter("path", description="File to edit."),
+                Parameter("patch", description="ORIGINAL/UPDATED blocks.")),
+    content_param="patch",
+    argline_param="path",
+    confirm=allowed,
+    preview=preview,
+    hints=frozenset({"files"}),
+    examples=(
+        Example.call(path="hello.py", patch='<<<<<<< ORIGINAL\nprint("Hello world")\n=======\n'
+                     'print("Hello, fencecall")\n>>>>>>> UPDATED'),
+        Example.result("Patched hello.py (1 change(s))."),
+    ),
+)

@@ -1,0 +1,77 @@
+"""The python tool: a persistent interpreter per conversation."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...execution.tooluse import ToolInvocation
+from ...message import Message, system
+from ..arguments import Parameter
+from ..runtime.output import fenced, truncate_middle
+from ..runtime.python_session import PythonResult, PythonSession
+from ..spec import Example, ToolSpec
+
+DEFAULT_TIMEOUT = 60
+
+
+def _functions(invocation: ToolInvocation) -> dict[str, Callable[..., Any]]:
+    found: dict[str, Callable[..., Any]] = {}
+    for spec in invocation.session.toolchain.tools:
+        found.update(spec.functions)
+    return found
+
+
+def format_result(result: PythonResult, timeout: float) -> str:
+    parts = []
+    if result.stdout:
+        parts.append(fenced("stdout", truncate_middle(result.stdout)))
+    if result.stderr:
+        parts.append(fenced("stderr", truncate_middle(result.stderr)))
+    if result.result is not None:
+        parts.append(fenced("Result", truncate_middle(result.result)))
+    if result.error is not None:
+        parts.append(fenced("Error", truncate_middle(result.error)))
+    if result.timed_out:
+        parts.append(f"Timed out after {timeout:g} s and was interrupted.")
+    if result.restarted:
+        parts.append(f"The interpreter was restarted ({result.restarted}).")
+    return "\n\n".join(parts) or "Executed; no output."
+
+
+def execute_python(invocation: ToolInvocation) -> Message:
+    code = invocation.kwargs["code"]
+    if not code.strip():
+        return system("python: the code is empty; put the code in the block.")
+    timeout = invocation.kwargs.get("timeout", DEFAULT_TIMEOUT)
+    session = invocation.session
+    interpreter = session.resource(
+        "python", lambda: PythonSession(session.workspace, _functions(invocation)))
+    result = interpreter.run(code, timeout=timeout)
+    return system(format_result(result, timeout), raised=result.error is not None)
+
+
+tool = ToolSpec(
+    name="ipython",
+    desc="Run Python code in a persistent interpreter (variables persist between calls).",
+    instructions=(
+        "The value of a final expression is shown, like in a REPL; print() output and "
+        "tracebacks come back too. Functions provided by other tools can be called directly."),
+    execute=execute_python,
+    block_types=("ipython", "py"),
+    parameters=(
+        Parameter("code", description="Python code to run."),
+        Parameter("timeout", "integer", "Seconds before the code is interrupted.",
+                  required=False, default=DEFAULT_TIMEOUT),
+    ),
+    content_param="code",
+    load_priority=10,
+    confirm=True,
+    preview=lambda invocation: invocation.kwargs["code"],
+    hints=frozenset({"exec"}),
+    examples=(
+        Example.user("what is 2**100?"),
+        Example.call(code="2**100"),
+        Example.result("Result:\n```\n1267650600228229401496703205376\n```"),
+    ),
+)

@@ -1,0 +1,77 @@
+"""The shell tool: commands in one persistent bash per conversation."""
+
+from __future__ import annotations
+
+from ...execution.tooluse import ToolInvocation
+from ...message import Message, system
+from ..arguments import Parameter
+from ..runtime.output import DEFAULT_LIMIT, fenced
+from ..runtime.shell_policy import is_read_only
+from ..runtime.shell_session import ShellResult, ShellSession
+from ..spec import Example, ToolSpec
+
+DEFAULT_TIMEOUT = 60
+
+
+def _shell(invocation: ToolInvocation) -> ShellSession:
+    session = invocation.session
+    return session.resource("shell", lambda: ShellSession(session.workspace,
+                                                          output_limit=DEFAULT_LIMIT))
+
+
+def format_result(command: str, result: ShellResult, timeout: float) -> str:
+    first_line = command.strip().splitlines()[0] if command.strip() else ""
+    shown = first_line if len(first_line) <= 80 else first_line[:77] + "..."
+    parts = [f"Ran command: `{shown}`" if "`" not in shown else f"Ran command: {shown}"]
+    if result.stdout:
+        parts.append(fenced("stdout", result.stdout))
+    if result.stderr:
+        parts.append(fenced("stderr", result.stderr))
+    if not result.stdout and not result.stderr:
+        parts.append("No output.")
+    if result.timed_out:
+        parts.append(f"Timed out after {timeout:g} s; the command and its child processes "
+                     "were killed.")
+    else:
+        parts.append(f"Exit code: {result.exit_code}")
+    if result.restarted:
+        parts.append(f"The shell was restarted ({result.restarted}).")
+    return "\n\n".join(parts)
+
+
+def execute_shell(invocation: ToolInvocation) -> Message:
+    command = invocation.kwargs["command"]
+    if not command.strip():
+        return system("shell: the command is empty; put the command in the block.")
+    timeout = invocation.kwargs.get("timeout", DEFAULT_TIMEOUT)
+    if timeout <= 0:
+        return system("shell: timeout must be a positive number of seconds.")
+    result = _shell(invocation).run(command, timeout=timeout)
+    return system(format_result(command, result, timeout),
+                  exit_code=result.exit_code, timed_out=result.timed_out)
+
+
+tool = ToolSpec(
+    name="shell",
+    desc="Run commands in a persistent bash shell (cwd and variables persist between calls).",
+    instructions=(
+        "Commands run in the workspace without a terminal; stdin is empty, so avoid "
+        "interactive programs (use flags like -y, and `git --no-pager`). Each call has a "
+        f"timeout ({DEFAULT_TIMEOUT} s unless given); long output is cut in the middle."),
+    execute=execute_shell,
+    block_types=("shell", "bash", "sh"),
+    parameters=(
+        Parameter("command", description="The commands to run."),
+        Parameter("timeout", "integer", "Seconds before the command is killed.",
+                  required=False, default=DEFAULT_TIMEOUT),
+    ),
+    content_param="command",
+    confirm=lambda invocation: not is_read_only(invocation.kwargs["command"]),
+    preview=lambda invocation: invocation.kwargs["command"],
+    hints=frozenset({"exec"}),
+    examples=(
+        Example.user("list the files"),
+        Example.call(command="ls"),
+        Example.result("Ran command: `ls`\n\nstdout:\n```\nREADME.md\nsrc\n```\n\nExit code: 0"),
+    ),
+)

@@ -1,0 +1,172 @@
+"""The parent side of the python tool: a persistent interpreter in a subprocess.
+
+State lives in the child, so a crash or a hung extension cannot take fencecall down. On
+timeout the child gets SIGINT (a KeyboardInterrupt in the running code, which keeps the
+namespace); if it does not stop, it is killed and restarted, and the result says so.
+Functions registered by tools are stubs in the child that call back into this process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DRIVER = Path(__file__).with_name("python_driver.py")
+_INTERRUPT_GRACE = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class PythonResult:
+    stdout: str
+    stderr: str
+    result: str | None
+    error: str | None
+    timed_out: bool = False
+    restarted: str | None = None
+
+
+class PythonSession:
+    """One interpreter subprocess with a namespace that persists between :meth:`run` calls."""
+
+    def __init__(self, cwd: Path, functions: Mapping[str, Callable[..., Any]] | None = None):
+        self._cwd = cwd
+        self._functions = dict(functions or {})
+        self._dir = Path(tempfile.mkdtemp(prefix="fencecall-python-"))
+        self._ids = itertools.count(1)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._start()
+
+    def _start(self) -> None:
+        request_read, self._request_fd = os.pipe()
+        self._reply_fd, reply_write = os.pipe()
+        out = (self._dir / "out").open("ab")
+        err = (self._dir / "err").open("ab")
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-u", str(DRIVER), str(request_read), str(reply_write)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=self._cwd,
+                pass_fds=(request_read, reply_write), start_new_session=True)
+        finally:
+            out.close()
+            err.close()
+            os.close(request_read)
+            os.close(reply_write)
+        self._pending = b""
+        if self._functions:
+            self._send({"op": "functions", "names": sorted(self._functions)})
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _send(self, message: dict[str, Any]) -> None:
+        os.write(self._request_fd, (json.dumps(message) + "\n").encode())
+
+    def _receive(self, deadline: float) -> dict[str, Any] | None:
+        """The next reply, or None at the deadline or if the child died."""
+        while b"\n" not in self._pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self._reply_fd], [], [], remaining)
+            if ready:
+                chunk = os.read(self._reply_fd, 65536)
+                if not chunk:
+                    return None
+                self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def run(self, code: str, timeout: float = 60.0) -> PythonResult:
+        restarted = None
+        if not self.alive():
+            restarted = "the previous interpreter had exited; its variables are gone"
+            self._restart()
+        request_id = next(self._ids)
+        self._send({"op": "exec", "id": request_id, "code": code})
+        try:
+            reply = self._await(request_id, time.monotonic() + timeout)
+            timed_out = reply is None and self.alive()
+            if timed_out:
+                self._interrupt()
+                reply = self._await(request_id, time.monotonic() + _INTERRUPT_GRACE)
+        except KeyboardInterrupt:
+            self._interrupt()
+            self._await(request_id, time.monotonic() + _INTERRUPT_GRACE)
+            raise
+        stdout, stderr = self._take_output()
+        if reply is None:
+            why = "it did not stop on timeout" if timed_out else "it exited"
+            self._restart()
+            return PythonResult(stdout, stderr, None, None, timed_out,
+                                f"{why}; its variables are gone")
+        return PythonResult(stdout, stderr, reply.get("result"), reply.get("error"), timed_out,
+                            restarted)
+
+    def _await(self, request_id: int, deadline: float) -> dict[str, Any] | None:
+        while (reply := self._receive(deadline)) is not None:
+            if reply["op"] == "call":
+                self._answer(reply)
+            elif reply.get("id") == request_id:
+                return reply
+        return None
+
+    def _answer(self, call: dict[str, Any]) -> None:
+        fn = self._functions.get(call["name"])
+        try:
+            if fn is None:
+                raise NameError(f"no function {call['name']!r}")
+            value = fn(*call.get("args", ()), **call.get("kwargs", {}))
+        except Exception as err:
+            self._send({"op": "raise", "error": f"{type(err).__name__}: {err}"})
+            return
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            value = repr(value)
+        self._send({"op": "return", "value": value})
+
+    def _interrupt(self) -> None:
+        if self._proc is not None and self.alive():
+            os.kill(self._proc.pid, signal.SIGINT)
+
+    def _take_output(self) -> tuple[str, str]:
+        texts = []
+        for name in ("out", "err"):
+            path = self._dir / name
+            texts.append(path.read_bytes().decode("utf-8", errors="replace"))
+            os.truncate(path, 0)
+        return texts[0], texts[1]
+
+    def _restart(self) -> None:
+        self._stop()
+        self._start()
+
+    def _stop(self) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        os.close(self._request_fd)
+        os.close(self._reply_fd)
+        self._proc = None
+
+    def close(self) -> None:
+        self._stop()
+        for name in ("out", "err"):
+            (self._dir / name).unlink(missing_ok=True)
+        self._dir.rmdir()

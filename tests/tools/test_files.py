@@ -1,0 +1,153 @@
+"""save, append and read, with the workspace boundary."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fencecall.execution import (
+    FILE_POST_SAVE,
+    FILE_PRE_SAVE,
+    Block,
+    ConfirmRequest,
+    FileSave,
+    Session,
+)
+from fencecall.tools import Toolchain
+from fencecall.tools.runtime import files
+
+from .conftest import Run
+
+F = "```"
+
+
+def test_save_creates_parents_and_ends_with_newline(run: Run, workspace: Path) -> None:
+    [result] = run(f"{F}save src/pkg/app.py\nprint('hi')\n{F}\n")
+    assert result.content == "Created src/pkg/app.py (1 lines)."
+    assert (workspace / "src/pkg/app.py").read_text() == "print('hi')\n"
+    [again] = run(f"{F}save src/pkg/app.py\nprint('bye')\n{F}\n")
+    assert again.content == "Saved src/pkg/app.py (1 lines)."
+
+
+def test_save_path_with_spaces_and_content_with_fences(run: Run, workspace: Path) -> None:
+    run(f"````save my notes.md\n# Notes\n{F}shell\nls\n{F}\n````\n")
+    assert (workspace / "my notes.md").read_text() == f"# Notes\n{F}shell\nls\n{F}\n"
+
+
+def test_save_is_atomic(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = workspace / "data.txt"
+    target.write_text("original\n")
+    os.chmod(target, 0o640)
+
+    def crash(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(files.os, "replace", crash)
+    with pytest.raises(OSError):
+        files.atomic_write(target, "new\n")
+    assert target.read_text() == "original\n"
+    assert [p.name for p in workspace.iterdir()] == ["data.txt"]
+    monkeypatch.undo()
+    files.atomic_write(target, "new\n")
+    assert target.read_text() == "new\n"
+    assert target.stat().st_mode & 0o777 == 0o640
+
+
+def test_append(run: Run, workspace: Path) -> None:
+    (workspace / "log.txt").write_text("one")
+    [result] = run(f"{F}append log.txt\ntwo\n{F}\n")
+    assert result.content == "Appended 1 line(s) to log.txt."
+    assert (workspace / "log.txt").read_text() == "one\ntwo\n"
+
+
+def test_confirmation_shows_a_diff(workspace: Path) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    requests: list[ConfirmRequest] = []
+
+    def confirm(request: ConfirmRequest) -> bool:
+        requests.append(request)
+        return False
+
+    with Session(Toolchain.build(["save"]), workspace=workspace, confirm=confirm) as session:
+        [result] = list(session.execute(f"{F}save a.py\nx = 2\n{F}\n"))
+    assert "not confirmed" in result.content
+    assert requests[0].preview == "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    assert (workspace / "a.py").read_text() == "x = 1\n"
+
+
+@pytest.mark.parametrize("path", ["../escape.txt", "/etc/fencecall-test", "sub/../../x"])
+def test_paths_outside_the_workspace_are_refused(run: Run, workspace: Path, path: str) -> None:
+    [result] = run(f"{F}save {path}\nx\n{F}\n")
+    assert "outside the workspace" in result.content
+    assert result.failed
+    assert not (workspace.parent / "escape.txt").exists()
+
+
+def test_symlink_pointing_outside_is_refused(run: Run, workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "link").symlink_to(outside)
+    [result] = run(f"{F}save link/x.txt\nx\n{F}\n")
+    assert "outside the workspace" in result.content
+    assert not (outside / "x.txt").exists()
+    (outside / "secret.txt").write_text("s")
+    [read] = run(f"{F}read link/secret.txt\n{F}\n")
+    assert "outside the workspace" in read.content
+
+
+def test_widened_root_allows_more(workspace: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    from fencecall.execution import auto_yes
+
+    with Session(Toolchain.build(["save"]), workspace=workspace, confirm=auto_yes,
+                 extra_roots=[extra]) as session:
+        [result] = list(session.execute(f"{F}save {extra}/x.txt\nok\n{F}\n"))
+    assert not result.failed, result.content
+    assert (extra / "x.txt").read_text() == "ok\n"
+
+
+def test_file_hooks_can_block_and_observe(session: Session, workspace: Path) -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    def guard(data: FileSave) -> Block | None:
+        return Block("no .env files") if data.path.name == ".env" else None
+
+    session.hooks.add(FILE_PRE_SAVE, guard)
+    session.hooks.add(FILE_POST_SAVE, lambda d: seen.append((d.path.name, d.previous)))
+    [blocked] = list(session.execute(f"{F}save .env\nKEY=1\n{F}\n"))
+    assert blocked.content == "Not written: no .env files" and blocked.failed
+    assert not (workspace / ".env").exists()
+    list(session.execute(f"{F}save ok.txt\nfine\n{F}\n"))
+    assert seen == [("ok.txt", None)]
+
+
+def test_read_with_line_numbers_and_ranges(run: Run, workspace: Path) -> None:
+    (workspace / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 13)))
+    [whole] = run(f"{F}read f.txt\n{F}\n")
+    assert whole.content.startswith("f.txt (lines 1-12 of 12):\n 1  line 1\n")
+    [part] = run(f"{F}read f.txt 10 11\n{F}\n")
+    assert part.content == "f.txt (lines 10-11 of 12):\n10  line 10\n11  line 11"
+    [beyond] = run(f"{F}read f.txt 50\n{F}\n")
+    assert "has 12 lines" in beyond.content
+
+
+def test_read_binary_missing_and_limits(run: Run, workspace: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    (workspace / "blob.bin").write_bytes(b"\x00\x01\x02")
+    [binary] = run(f"{F}read blob.bin\n{F}\n")
+    assert "binary file (3 bytes)" in binary.content
+    [missing] = run(f"{F}read nope.txt\n{F}\n")
+    assert "does not exist" in missing.content
+    from fencecall.tools.builtin import read
+
+    monkeypatch.setattr(read, "MAX_LINES", 5)
+    (workspace / "long.txt").write_text("x\n" * 20)
+    [long] = run(f"{F}read long.txt\n{F}\n")
+    assert "(lines 1-5 of 20)" in long.content and "[15 more lines; read again with start=6]" \
+        in long.content
+    monkeypatch.setattr(read, "MAX_BYTES", 10)
+    [huge] = run(f"{F}read long.txt\n{F}\n")
+    assert "over the 10-byte limit" in huge.content

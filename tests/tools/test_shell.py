@@ -1,0 +1,126 @@
+"""The shell tool, driven by real markdown replies."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from fencecall.execution import Session
+from fencecall.tools.runtime.shell_policy import is_read_only
+from fencecall.tools.runtime.shell_session import ShellSession, _session_members
+
+from .conftest import Run
+
+F = "```"
+
+
+def shell(command: str) -> str:
+    return f"Let me run it.\n{F}shell\n{command}\n{F}\n"
+
+
+def test_stdout_stderr_and_exit_code_are_separate(run: Run) -> None:
+    [result] = run(shell("echo out; echo err >&2; exit 3"))
+    assert "stdout:\n```\nout\n```" in result.content
+    assert "stderr:\n```\nerr\n```" in result.content
+    assert "Exit code: 3" in result.content
+    assert result.metadata["exit_code"] == 3
+
+
+def test_cwd_and_environment_persist(run: Run, workspace: Path) -> None:
+    (workspace / "sub").mkdir()
+    run(shell("cd sub && export GREETING=hi"))
+    [result] = run(shell("pwd; echo $GREETING"))
+    assert f"{workspace / 'sub'}\nhi" in result.content
+
+
+def test_timeout_kills_the_whole_process_group(run: Run, session: Session,
+                                               tmp_path: Path) -> None:
+    marker = tmp_path / "survived"
+    started = time.monotonic()
+    [result] = run(f"{F}shell 1\n(sleep 3; touch {marker}) & sleep 30 | cat\n{F}\n")
+    assert time.monotonic() - started < 10
+    assert "Timed out after 1 s" in result.content
+    assert result.metadata["timed_out"] is True
+    shell_pid = session.resource("shell", lambda: None).pid  # type: ignore[attr-defined]
+    assert [p for p in _session_members(shell_pid) if p != shell_pid] == []
+    time.sleep(3.5)
+    assert not marker.exists()
+    [after] = run(shell("echo still here"))
+    assert "still here" in after.content
+
+
+def test_stuck_builtin_loop_restarts_the_shell(run: Run) -> None:
+    run(shell("export KEEP=1"))
+    [result] = run(f"{F}shell 1\nwhile true; do :; done\n{F}\n")
+    assert "Timed out" in result.content and "The shell was restarted" in result.content
+    [after] = run(shell("echo [$KEEP]"))
+    assert "[]" in after.content
+
+
+def test_exit_restarts_the_shell(run: Run) -> None:
+    [result] = run(shell("exit 7"))
+    assert "Exit code: 7" in result.content and "restarted" in result.content
+    [after] = run(shell("echo alive"))
+    assert "alive" in after.content
+
+
+def test_commands_reading_stdin_do_not_hang(run: Run) -> None:
+    [result] = run(shell("read line; echo got:$line; cat"))
+    assert "got:" in result.content and "Exit code: 0" in result.content
+
+
+def test_long_output_is_cut_in_the_middle(run: Run) -> None:
+    [result] = run(shell("seq 1 200000"))
+    assert "\n1\n2\n" in result.content and "\n200000\n" in result.content
+    assert "bytes cut ...]" in result.content
+    assert len(result.content) < 20_000
+
+
+def test_output_with_fences_gets_a_longer_fence(run: Run) -> None:
+    [result] = run(shell("printf '```\\ninner\\n```\\n'"))
+    assert "stdout:\n````\n```\ninner\n```\n````" in result.content
+
+
+def test_empty_command_is_refused(run: Run) -> None:
+    [result] = run(f"{F}shell\n{F}\n")
+    assert "the command is empty" in result.content
+
+
+def test_closing_the_session_kills_background_jobs(workspace: Path) -> None:
+    shell_session = ShellSession(workspace)
+    shell_session.run("sleep 60 &")
+    pid = shell_session.pid
+    assert len(_session_members(pid)) == 2
+    shell_session.close()
+    deadline = time.monotonic() + 5
+    while _session_members(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _session_members(pid) == []
+    assert not os.path.exists(f"/proc/{pid}")
+
+
+def test_read_only_commands_skip_confirmation(workspace: Path) -> None:
+    from fencecall.tools import Toolchain
+
+    asked: list[str] = []
+
+    def confirm(request: object) -> bool:
+        asked.append("asked")
+        return False
+
+    with Session(Toolchain.build(["shell"]), workspace=workspace, confirm=confirm) as s:
+        [ok] = list(s.execute(shell("ls -la | grep x; git status")))
+        assert "Exit code" in ok.content and asked == []
+        [declined] = list(s.execute(shell("rm -rf build")))
+        assert "not confirmed" in declined.content and asked == ["asked"]
+
+
+def test_read_only_policy() -> None:
+    for command in ("ls -la", "cat a.txt | grep -n foo | wc -l", "git log --oneline -5",
+                    "find . -name '*.py'", "pwd && echo hi"):
+        assert is_read_only(command), command
+    for command in ("rm -rf /", "ls > out.txt", "echo $(rm x)", "ls `rm x`", "ls\nrm x",
+                    "find . -delete", "git push", "git -c core.pager=x log", "sort -o f f",
+                    "FOO=1 ls", "(ls)", "cat <(rm x)", "", "python -c 1", "git commit -m x"):
+        assert not is_read_only(command), command
