@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 from rich.syntax import Syntax
 
 from ..execution.confirm import ConfirmFunc, ConfirmRequest, auto_no, auto_yes
@@ -20,7 +21,7 @@ def terminal_confirm(console: Console) -> ConfirmFunc:
                 "bash" if name == "shell" else "python" if name == "ipython" else "text")
             console.print(Syntax(request.preview, lexer, word_wrap=True))
         try:
-            answer = console.input(f"[bold yellow]{request.question}[/] [y/N] ")
+            answer = console.input(f"[bold yellow]{escape(request.question)}[/] \\[y/N] ")
         except EOFError:
             return False
         return answer.strip().lower() in ("y", "yes")

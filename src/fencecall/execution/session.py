@@ -8,8 +8,9 @@ a tool can find it without global state.
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -35,18 +36,21 @@ class Session:
     """Tools, hooks, confirmation and resources for one conversation.
 
     ``roots`` are the folders file tools may touch (the workspace, plus any the user added);
-    resources created through :meth:`resource` are closed by :meth:`close`.
+    resources created through :meth:`resource` are closed by :meth:`close`; ``hidden_env``
+    names environment variables that processes started by tools must not see.
     """
 
     def __init__(self, toolchain: Toolchain, *, workspace: Path | str | None = None,
                  confirm: ConfirmFunc = auto_no, fmt: ToolFormat | str = ToolFormat.MARKDOWN,
-                 extra_roots: Sequence[Path | str] = (), hooks: HookRegistry | None = None):
+                 extra_roots: Sequence[Path | str] = (), hooks: HookRegistry | None = None,
+                 hidden_env: Iterable[str] = ()):
         self.toolchain = toolchain
         self.workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self.roots = (self.workspace, *(Path(r).resolve() for r in extra_roots))
         self.confirm = confirm
         self.format = ToolFormat(fmt)
         self.hooks = hooks or HookRegistry()
+        self.hidden_env = frozenset(hidden_env)
         self._resources: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
@@ -54,6 +58,11 @@ class Session:
             for hook in spec.hooks:
                 self.hooks.register(hook)
         self.hooks.run(SESSION_START, SessionEvent(self))
+
+    def tool_env(self) -> dict[str, str]:
+        """The environment for processes tools start: ours, minus secrets such as API keys,
+        so a model cannot read them back through a shell."""
+        return {k: v for k, v in os.environ.items() if k not in self.hidden_env}
 
     def resource(self, key: str, factory: Callable[[], R]) -> R:
         """The session's resource ``key``, created by ``factory`` on first use."""

@@ -46,7 +46,8 @@ def execute_python(invocation: ToolInvocation) -> Message:
     timeout = invocation.kwargs.get("timeout", DEFAULT_TIMEOUT)
     session = invocation.session
     interpreter = session.resource(
-        "python", lambda: PythonSession(session.workspace, _functions(invocation)))
+        "python", lambda: PythonSession(session.workspace, _functions(invocation),
+                                        env=session.tool_env()))
     result = interpreter.run(code, timeout=timeout)
     return system(format_result(result, timeout), raised=result.error is not None)
 

@@ -15,8 +15,8 @@ DEFAULT_TIMEOUT = 60
 
 def _shell(invocation: ToolInvocation) -> ShellSession:
     session = invocation.session
-    return session.resource("shell", lambda: ShellSession(session.workspace,
-                                                          output_limit=DEFAULT_LIMIT))
+    return session.resource("shell", lambda: ShellSession(
+        session.workspace, env=session.tool_env(), output_limit=DEFAULT_LIMIT))
 
 
 def format_result(command: str, result: ShellResult, timeout: float) -> str:

@@ -40,8 +40,10 @@ class PythonResult:
 class PythonSession:
     """One interpreter subprocess with a namespace that persists between :meth:`run` calls."""
 
-    def __init__(self, cwd: Path, functions: Mapping[str, Callable[..., Any]] | None = None):
+    def __init__(self, cwd: Path, functions: Mapping[str, Callable[..., Any]] | None = None,
+                 env: Mapping[str, str] | None = None):
         self._cwd = cwd
+        self._env = dict(env) if env is not None else None
         self._functions = dict(functions or {})
         self._dir = Path(tempfile.mkdtemp(prefix="fencecall-python-"))
         self._ids = itertools.count(1)
@@ -57,7 +59,7 @@ class PythonSession:
             self._proc = subprocess.Popen(
                 [sys.executable, "-u", str(DRIVER), str(request_read), str(reply_write)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=self._cwd,
-                pass_fds=(request_read, reply_write), start_new_session=True)
+                pass_fds=(request_read, reply_write), start_new_session=True, env=self._env)
         finally:
             out.close()
             err.close()

@@ -1,0 +1,18 @@
+"""The agent: conversations on disk and the loop that drives a model with tools."""
+
+from .conversation import Conversation, ConversationError, ConversationInfo
+from .loop import Agent, AgentEvent, ReplyDone, ReplyText, StepLimit, ToolResult
+from .prompt import system_prompt
+
+__all__ = [
+    "Agent",
+    "AgentEvent",
+    "Conversation",
+    "ConversationError",
+    "ConversationInfo",
+    "ReplyDone",
+    "ReplyText",
+    "StepLimit",
+    "ToolResult",
+    "system_prompt",
+]

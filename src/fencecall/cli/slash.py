@@ -1,0 +1,78 @@
+"""Slash commands in the chat: /help, /tools, /undo, /log, /exit and tools' own commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..agent import Agent
+from .display import Display
+
+
+class ExitChat(Exception):
+    """Raised by /exit."""
+
+
+@dataclass(frozen=True, slots=True)
+class Slash:
+    help: str
+    run: Callable[[Agent, Display, str], None]
+
+
+def _help(agent: Agent, display: Display, arg: str) -> None:
+    for name, command in COMMANDS.items():
+        display.console.print(f"/{name:<8} {command.help}", markup=False)
+    for spec in agent.session.toolchain.tools:
+        for tool_command in spec.commands:
+            display.console.print(f"/{tool_command.name:<8} {tool_command.help} "
+                                  f"({spec.name})", markup=False)
+
+
+def _tools(agent: Agent, display: Display, arg: str) -> None:
+    for spec in agent.session.toolchain.tools:
+        tags = ", ".join(spec.block_types)
+        display.console.print(f"{spec.name:<10} {spec.desc}  [{tags}]", markup=False)
+
+
+def _undo(agent: Agent, display: Display, arg: str) -> None:
+    try:
+        count = int(arg) if arg else 1
+    except ValueError:
+        display.console.print("usage: /undo [N]", markup=False)
+        return
+    removed = agent.conversation.undo(count)
+    display.console.print(f"Removed {len(removed)} message(s).")
+
+
+def _log(agent: Agent, display: Display, arg: str) -> None:
+    display.console.print(f"Conversation {agent.conversation.name} "
+                          f"({agent.conversation.path})", markup=False)
+    for message in agent.conversation.messages:
+        display.show_message(message)
+
+
+def _exit(agent: Agent, display: Display, arg: str) -> None:
+    raise ExitChat
+
+
+COMMANDS: dict[str, Slash] = {
+    "help": Slash("show the commands", _help),
+    "tools": Slash("list the loaded tools", _tools),
+    "undo": Slash("remove the last N messages (default 1)", _undo),
+    "log": Slash("show the conversation so far", _log),
+    "exit": Slash("leave the chat (also /quit, Ctrl-D)", _exit),
+    "quit": Slash("leave the chat", _exit),
+}
+
+
+def run_slash(line: str, agent: Agent, display: Display) -> None:
+    name, _, arg = line[1:].partition(" ")
+    command = COMMANDS.get(name)
+    if command is not None:
+        command.run(agent, display, arg.strip())
+        return
+    output = agent.session.run_command(line)
+    if output is None:
+        display.console.print(f"Unknown command /{name}; /help lists them.", markup=False)
+    elif output:
+        display.console.print(output, markup=False)

@@ -1,0 +1,123 @@
+"""Configuration from a TOML file and the environment.
+
+Looked up in ``$FENCECALL_CONFIG``, else ``$XDG_CONFIG_HOME/fencecall/config.toml`` (default
+``~/.config``). Environment variables win over the file. API keys are read from the
+environment (``api_key_env``) and held only in memory: nothing here is ever logged.
+
+    model = "openai/gpt-4o-mini"
+    format = "markdown"
+    tools = ["shell", "save", "patch", "read"]
+    max_steps = 30
+
+    [providers.local]
+    kind = "openai"
+    base_url = "http://127.0.0.1:8080/v1"
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .parsing import ToolFormat
+
+ProviderKind = Literal["openai", "anthropic"]
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the file and the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderConfig:
+    kind: ProviderKind
+    base_url: str | None = None
+    api_key_env: str | None = None
+    key_required: bool = False
+
+    def api_key(self, env: Mapping[str, str]) -> str | None:
+        return env.get(self.api_key_env) if self.api_key_env else None
+
+
+def _builtin_providers(env: Mapping[str, str]) -> dict[str, ProviderConfig]:
+    openai_url = env.get("OPENAI_BASE_URL")
+    return {
+        "openai": ProviderConfig("openai", openai_url, "OPENAI_API_KEY",
+                                 key_required=openai_url is None),
+        "anthropic": ProviderConfig("anthropic", env.get("ANTHROPIC_BASE_URL"),
+                                    "ANTHROPIC_API_KEY",
+                                    key_required="ANTHROPIC_BASE_URL" not in env),
+        "local": ProviderConfig("openai", env.get("FENCECALL_LOCAL_BASE_URL",
+                                                  "http://127.0.0.1:8080/v1"),
+                                "FENCECALL_LOCAL_API_KEY"),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    model: str | None = None
+    format: ToolFormat = ToolFormat.MARKDOWN
+    tools: tuple[str, ...] | None = None
+    max_steps: int = 30
+    home: Path = field(default_factory=lambda: Path.home() / ".local/share/fencecall")
+    providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
+
+    def secret_env_names(self) -> frozenset[str]:
+        """Environment variables holding API keys (hidden from tools' processes)."""
+        return frozenset(p.api_key_env for p in self.providers.values() if p.api_key_env)
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    if "FENCECALL_CONFIG" in env:
+        return Path(env["FENCECALL_CONFIG"]).expanduser()
+    base = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "fencecall" / "config.toml"
+
+
+def _read_file(path: Path, explicit: bool) -> dict[str, Any]:
+    if not path.exists():
+        if explicit:
+            raise ConfigError(f"{path}: config file not found")
+        return {}
+    try:
+        return tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from err
+
+
+def load_config(env: Mapping[str, str] | None = None) -> Config:
+    """The effective configuration: built-in defaults, then the file, then the environment."""
+    env = os.environ if env is None else env
+    path = config_path(env)
+    data = _read_file(path, "FENCECALL_CONFIG" in env)
+    providers = _builtin_providers(env)
+    for name, table in (data.get("providers") or {}).items():
+        if not isinstance(table, dict) or table.get("kind") not in ("openai", "anthropic"):
+            raise ConfigError(f"{path}: providers.{name}.kind must be 'openai' or 'anthropic'")
+        if "api_key" in table:
+            raise ConfigError(f"{path}: providers.{name}.api_key: keep keys out of files; "
+                              "set api_key_env to the name of an environment variable")
+        providers[name] = ProviderConfig(table["kind"], table.get("base_url"),
+                                         table.get("api_key_env"))
+    try:
+        fmt = ToolFormat(env.get("FENCECALL_FORMAT") or data.get("format", "markdown"))
+    except ValueError as err:
+        raise ConfigError(f"{path}: format: {err}") from err
+    tools = env.get("FENCECALL_TOOLS")
+    tool_list = tools.split(",") if tools else data.get("tools")
+    max_steps = data.get("max_steps", 30)
+    if not isinstance(max_steps, int) or max_steps < 1:
+        raise ConfigError(f"{path}: max_steps must be a positive integer")
+    home = env.get("FENCECALL_HOME")
+    return Config(
+        model=env.get("FENCECALL_MODEL") or data.get("model"),
+        format=fmt,
+        tools=tuple(t.strip() for t in tool_list if t.strip()) if tool_list else None,
+        max_steps=max_steps,
+        home=Path(home).expanduser() if home else Config().home,
+        providers=providers,
+    )

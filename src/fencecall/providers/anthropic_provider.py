@@ -1,0 +1,95 @@
+"""Anthropic messages API, streaming."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import anthropic
+
+from ..tools.spec import api_name
+from .base import (
+    ChatRequest,
+    NativeCall,
+    ProviderError,
+    StreamEnd,
+    StreamEvent,
+    TextDelta,
+    tool_result_text,
+)
+
+
+def to_anthropic_messages(request: ChatRequest) -> list[dict[str, Any]]:
+    """Our messages as Anthropic turns: roles alternate, so consecutive user-side turns (user
+    prompts and tool results) merge into one message of several content blocks."""
+    out: list[dict[str, Any]] = []
+    native_ids: set[str] = set()
+
+    def add(role: str, block: dict[str, Any]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].append(block)
+        else:
+            out.append({"role": role, "content": [block]})
+
+    for message in request.messages:
+        if message.role == "assistant":
+            calls = message.metadata.get("tool_calls") or []
+            if message.content or not calls:
+                add("assistant", {"type": "text", "text": message.content or "(no text)"})
+            for call in calls:
+                native_ids.add(call["id"])
+                add("assistant", {"type": "tool_use", "id": call["id"],
+                                  "name": api_name(call["name"]), "input": call["arguments"]})
+        elif message.role == "system" and message.call_id in native_ids:
+            add("user", {"type": "tool_result", "tool_use_id": message.call_id,
+                         "content": message.content})
+        elif message.role == "system":
+            add("user", {"type": "text", "text": tool_result_text(message)})
+        else:
+            add("user", {"type": "text", "text": message.content})
+    return out
+
+
+class AnthropicProvider:
+    """Streams from the Anthropic messages API (or a server speaking it)."""
+
+    def __init__(self, *, api_key: str | None, base_url: str | None = None,
+                 name: str = "anthropic", timeout: float = 600.0):
+        self.name = name
+        self._client = anthropic.Anthropic(api_key=api_key or "not-needed", base_url=base_url,
+                                           timeout=timeout, max_retries=2)
+
+    def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
+        tools: Any = [spec.anthropic_tool() for spec in request.tools] or anthropic.omit
+        messages: Any = to_anthropic_messages(request)
+        try:
+            stream = self._client.messages.create(
+                model=request.model, system=request.system, max_tokens=request.max_tokens,
+                messages=messages, stream=True, tools=tools)
+        except anthropic.APIError as err:
+            raise ProviderError(f"{self.name}: {err}") from err
+        blocks: dict[int, dict[str, str]] = {}
+        stop_reason = None
+        try:
+            for event in stream:
+                if event.type == "content_block_start":
+                    block = event.content_block
+                    if block.type == "tool_use":
+                        blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
+                elif event.type == "content_block_delta":
+                    delta = event.delta
+                    if delta.type == "text_delta":
+                        yield TextDelta(delta.text)
+                    elif delta.type == "input_json_delta" and event.index in blocks:
+                        blocks[event.index]["json"] += delta.partial_json
+                elif event.type == "content_block_stop" and event.index in blocks:
+                    call = blocks.pop(event.index)
+                    yield NativeCall(call["id"], call["name"], call["json"] or "{}")
+                elif event.type == "message_delta":
+                    stop_reason = event.delta.stop_reason or stop_reason
+        except anthropic.APIError as err:
+            raise ProviderError(f"{self.name}: {err}") from err
+        finally:
+            stream.close()
+        yield StreamEnd(stop_reason)
+

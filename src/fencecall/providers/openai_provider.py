@@ -1,0 +1,98 @@
+"""OpenAI-compatible chat completions (OpenAI, llama.cpp, vLLM, Ollama…), streaming."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from typing import Any
+
+import openai
+
+from ..tools.spec import api_name
+from .base import (
+    ChatRequest,
+    NativeCall,
+    ProviderError,
+    StreamEnd,
+    StreamEvent,
+    TextDelta,
+    tool_result_text,
+)
+
+
+def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
+    """Our messages as chat-completions messages.
+
+    Results of native calls become ``tool`` messages after the assistant message that made
+    the calls; other system messages become marked user turns, since many servers reject
+    system messages after the first.
+    """
+    out: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
+    native_ids: set[str] = set()
+    for message in request.messages:
+        calls = message.metadata.get("tool_calls") or []
+        if message.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if calls:
+                entry["tool_calls"] = [
+                    {"id": c["id"], "type": "function",
+                     "function": {"name": api_name(c["name"]),
+                                  "arguments": json.dumps(c["arguments"])}}
+                    for c in calls]
+                native_ids.update(c["id"] for c in calls)
+            out.append(entry)
+        elif message.role == "system" and message.call_id in native_ids:
+            out.append({"role": "tool", "tool_call_id": message.call_id,
+                        "content": message.content})
+        elif message.role == "system":
+            out.append({"role": "user", "content": tool_result_text(message)})
+        else:
+            out.append({"role": "user", "content": message.content})
+    return out
+
+
+class OpenAIProvider:
+    """Streams from any server speaking the OpenAI chat-completions protocol."""
+
+    def __init__(self, *, api_key: str | None, base_url: str | None = None,
+                 name: str = "openai", timeout: float = 600.0):
+        self.name = name
+        self._client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url,
+                                     timeout=timeout, max_retries=2)
+
+    def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
+        tools: Any = [spec.openai_tool() for spec in request.tools] or openai.omit
+        messages: Any = to_openai_messages(request)
+        try:
+            stream = self._client.chat.completions.create(
+                model=request.model, messages=messages, stream=True,
+                max_tokens=request.max_tokens, tools=tools)
+        except openai.APIError as err:
+            raise ProviderError(f"{self.name}: {err}") from err
+        pending: dict[int, dict[str, str]] = {}
+        stop_reason = None
+        try:
+            for chunk in stream:
+                if not chunk.choices:
+                    continue
+                choice = chunk.choices[0]
+                delta = choice.delta
+                if delta.content:
+                    yield TextDelta(delta.content)
+                for part in delta.tool_calls or ():
+                    slot = pending.setdefault(part.index, {"id": "", "name": "", "args": ""})
+                    if part.id:
+                        slot["id"] = part.id
+                    if part.function is not None:
+                        slot["name"] += part.function.name or ""
+                        slot["args"] += part.function.arguments or ""
+                stop_reason = choice.finish_reason or stop_reason
+        except openai.APIError as err:
+            raise ProviderError(f"{self.name}: {err}") from err
+        finally:
+            stream.close()
+        for index in sorted(pending):
+            slot = pending[index]
+            yield NativeCall(slot["id"] or f"call_{index}", slot["name"], slot["args"] or "{}")
+        yield StreamEnd(stop_reason)
+

@@ -1,0 +1,46 @@
+"""Run the real CLI in a subprocess against a local fake model server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPLIES = Path(__file__).parent.parent / "fixtures" / "replies"
+CLI = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def recorded(name: str) -> str:
+    return (REPLIES / name).read_text()
+
+
+def cli_env(home: Path, base_url: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("FENCECALL_", "OPENAI_", "ANTHROPIC_"))}
+    env.update(FENCECALL_HOME=str(home / "home"), XDG_CONFIG_HOME=str(home / "config"),
+               FENCECALL_LOCAL_BASE_URL=base_url, PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def fencecall(tmp_path: Path, workspace: Path) -> CLI:
+    def run(*args: str, base_url: str, env: dict[str, str] | None = None,
+            stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        where = [] if args[:1] == ("list",) else ["--workspace", str(workspace)]
+        return subprocess.run(
+            [sys.executable, "-m", "fencecall.cli.main", *args, *where],
+            env=env or cli_env(tmp_path, base_url), input=stdin, capture_output=True,
+            text=True, timeout=120)
+
+    return run

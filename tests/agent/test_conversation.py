@@ -1,0 +1,73 @@
+"""The conversation log: append-only, crash-safe, undo by appending."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fencecall.agent import Conversation, ConversationError
+from fencecall.message import Message
+
+
+def test_append_replay_and_undo(tmp_path: Path) -> None:
+    conversation = Conversation.create(tmp_path, "c")
+    for i in range(4):
+        conversation.append(Message("user", f"m{i}", call_id=f"id{i}", metadata={"n": i}))
+    assert [m.content for m in conversation.undo(2)] == ["m2", "m3"]
+    conversation.append(Message("assistant", "after undo"))
+    conversation.close()
+    reloaded = Conversation.open(tmp_path, "c")
+    assert [(m.content, m.call_id) for m in reloaded.messages] == [
+        ("m0", "id0"), ("m1", "id1"), ("after undo", None)]
+    assert reloaded.messages[1].metadata == {"n": 1}
+    ops = [json.loads(line)["op"] for line in reloaded.path.read_text().splitlines()]
+    assert ops == ["message"] * 4 + ["undo", "message"]  # nothing was rewritten
+
+
+def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
+    conversation = Conversation.create(tmp_path, "torn")
+    conversation.append(Message("user", "kept"))
+    conversation.close()
+    with conversation.path.open("a") as handle:
+        handle.write('{"op": "message", "role": "assistant", "content": "half')
+    assert [m.content for m in Conversation.open(tmp_path, "torn").messages] == ["kept"]
+
+
+def test_kill_at_any_moment_loses_at_most_one_message(tmp_path: Path) -> None:
+    writer = (
+        "import sys\nfrom pathlib import Path\nfrom fencecall.agent import Conversation\n"
+        "from fencecall.message import Message\n"
+        "c = Conversation.create(Path(sys.argv[1]), 'killed')\nprint('ready', flush=True)\n"
+        "i = 0\nwhile True:\n    c.append(Message('user', 'x' * 5000 + str(i)))\n    i += 1\n")
+    proc = subprocess.Popen([sys.executable, "-c", writer, str(tmp_path)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+    time.sleep(0.5)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    path = tmp_path / "conversations" / "killed" / "conversation.jsonl"
+    lines = path.read_bytes().split(b"\n")
+    complete = len(lines) - 1
+    messages = Conversation.open(tmp_path, "killed").messages
+    assert complete > 0
+    assert len(messages) in (complete, complete + 1)
+    assert [m.content[5000:] for m in messages] == [str(i) for i in range(len(messages))]
+
+
+def test_names_listing_and_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConversationError, match="invalid conversation name"):
+        Conversation.create(tmp_path, "../escape")
+    with pytest.raises(ConversationError, match="no conversation called"):
+        Conversation.open(tmp_path, "absent")
+    first = Conversation.create(tmp_path)
+    first.append(Message("user", "what is up\nsecond line"))
+    first.close()
+    [info] = Conversation.list_all(tmp_path)
+    assert (info.name, info.messages, info.first_prompt) == (first.name, 1, "what is up")

@@ -1,0 +1,162 @@
+"""A real local HTTP server that speaks the OpenAI and Anthropic streaming protocols.
+
+It serves recorded replies in order and records every request, so tests drive fencecall
+through its real client code (the official SDKs, real sockets, real SSE) with no network.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One recorded model reply: text, and optionally native tool calls."""
+
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    chunk_size: int = 7
+    delay: float = 0.0
+
+
+@dataclass
+class Served:
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    chunks_sent: int = 0
+    chunks_total: int = 0
+    disconnected: bool = False
+
+
+class FakeModelServer:
+    """``with FakeModelServer([Reply(...), ...]) as server: server.openai_url``."""
+
+    def __init__(self, replies: list[Reply]):
+        self.replies = list(replies)
+        self.requests: list[Served] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                served = Served(self.path, body, {k.lower(): v for k, v in self.headers.items()})
+                with server._lock:
+                    server.requests.append(served)
+                    reply = server.replies.pop(0) if server.replies else Reply(
+                        "(no more recorded replies)")
+                if self.path.endswith("/chat/completions"):
+                    events = list(_openai_events(reply, body.get("model", "m")))
+                elif self.path.endswith("/messages"):
+                    events = list(_anthropic_events(reply, body.get("model", "m")))
+                else:
+                    self.send_error(404)
+                    return
+                served.chunks_total = len(events)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                try:
+                    for event in events:
+                        self.wfile.write(event.encode())
+                        self.wfile.flush()
+                        served.chunks_sent += 1
+                        if reply.delay:
+                            time.sleep(reply.delay)
+                except (BrokenPipeError, ConnectionResetError):
+                    served.disconnected = True
+                self.close_connection = True
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def openai_url(self) -> str:
+        return self.base_url + "/v1"
+
+    def __enter__(self) -> FakeModelServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def _pieces(text: str, size: int) -> Iterator[str]:
+    for i in range(0, len(text), size):
+        yield text[i : i + size]
+
+
+def _sse(data: dict[str, Any], event: str | None = None) -> str:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data)}\n\n"
+
+
+def _openai_events(reply: Reply, model: str) -> Iterator[str]:
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return _sse({**base, "choices": [{"index": 0, "delta": delta,
+                                          "finish_reason": finish}]})
+
+    yield chunk({"role": "assistant", "content": ""})
+    for piece in _pieces(reply.text, reply.chunk_size):
+        yield chunk({"content": piece})
+    for index, call in enumerate(reply.tool_calls):
+        yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                     "function": {"name": call["name"], "arguments": ""}}]})
+        for piece in _pieces(json.dumps(call["arguments"]), reply.chunk_size):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
+    yield "data: [DONE]\n\n"
+
+
+def _anthropic_events(reply: Reply, model: str) -> Iterator[str]:
+    yield _sse({"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 0}}}, "message_start")
+    index = 0
+    if reply.text:
+        yield _sse({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "text", "text": ""}}, "content_block_start")
+        for piece in _pieces(reply.text, reply.chunk_size):
+            yield _sse({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "text_delta", "text": piece}}, "content_block_delta")
+        yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+        index = 1
+    for call in reply.tool_calls:
+        yield _sse({"type": "content_block_start", "index": index, "content_block": {
+            "type": "tool_use", "id": call["id"], "name": call["name"], "input": {}}},
+            "content_block_start")
+        for piece in _pieces(json.dumps(call["arguments"]), reply.chunk_size):
+            yield _sse({"type": "content_block_delta", "index": index, "delta": {
+                "type": "input_json_delta", "partial_json": piece}}, "content_block_delta")
+        yield _sse({"type": "content_block_stop", "index": index}, "content_block_stop")
+        index += 1
+    yield _sse({"type": "message_delta", "delta": {
+        "stop_reason": "tool_use" if reply.tool_calls else "end_turn", "stop_sequence": None},
+        "usage": {"output_tokens": 5}}, "message_delta")
+    yield _sse({"type": "message_stop"}, "message_stop")

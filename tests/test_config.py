@@ -1,0 +1,58 @@
+"""Configuration from TOML and the environment, and choosing a provider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fencecall.config import ConfigError, load_config
+from fencecall.parsing import ToolFormat
+from fencecall.providers import get_provider
+
+
+def env_for(tmp_path: Path, text: str | None = None, **extra: str) -> dict[str, str]:
+    path = tmp_path / "config.toml"
+    if text is not None:
+        path.write_text(text)
+    return {"FENCECALL_CONFIG": str(path), "FENCECALL_HOME": str(tmp_path / "home"), **extra}
+
+
+def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
+    text = ('model = "local/a"\nformat = "xml"\ntools = ["shell", "read"]\nmax_steps = 5\n'
+            '[providers.vllm]\nkind = "openai"\nbase_url = "http://127.0.0.1:8000/v1"\n'
+            'api_key_env = "VLLM_KEY"\n')
+    config = load_config(env_for(tmp_path, text))
+    assert (config.model, config.format, config.tools, config.max_steps) == (
+        "local/a", ToolFormat.XML, ("shell", "read"), 5)
+    assert config.home == tmp_path / "home"
+    assert "VLLM_KEY" in config.secret_env_names()
+    config = load_config(env_for(tmp_path, text, FENCECALL_MODEL="vllm/b",
+                                 FENCECALL_FORMAT="tool", FENCECALL_TOOLS="save"))
+    assert (config.model, config.format, config.tools) == ("vllm/b", ToolFormat.TOOL, ("save",))
+    provider, model = get_provider("vllm/b", config, {"VLLM_KEY": "k"})
+    assert (provider.name, model) == ("vllm", "b")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("model = ", "not valid TOML"),
+    ('[providers.x]\nkind = "grpc"\n', "kind must be 'openai' or 'anthropic'"),
+    ('[providers.x]\nkind = "openai"\napi_key = "sk-1"\n', "keep keys out of files"),
+    ('format = "yaml"\n', "format"),
+    ("max_steps = 0\n", "max_steps must be a positive integer"),
+])
+def test_bad_config_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(env_for(tmp_path, text))
+
+
+def test_missing_explicit_file_and_model_syntax(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(env_for(tmp_path))
+    config = load_config(env_for(tmp_path, ""))
+    with pytest.raises(ConfigError, match="provider/name"):
+        get_provider("gpt-4o", config, {})
+    with pytest.raises(ConfigError, match="needs an API key"):
+        get_provider("anthropic/claude", config, {})
+    provider, _ = get_provider("openai/gpt-4o", config, {"OPENAI_API_KEY": "k"})
+    assert provider.name == "openai"
