@@ -65,32 +65,54 @@ def nested_fences(size: int, seed: int = 0) -> str:
     return "\n\n".join(parts)
 
 
-def xml_calls(size: int, seed: int = 0) -> str:
-    """Prose with ``<tool-use>`` calls."""
+def _prose_with(call: Callable[[int], str], every: float, size: int, seed: int) -> str:
     rng = random.Random(seed)
     parts: list[str] = []
     total = 0
     while total < size:
         part = _sentence(rng)
-        if rng.random() < 0.2:
-            part += "\n<tool-use>\n<shell>\nls -la | grep '<x>'\n</shell>\n</tool-use>"
+        if rng.random() < every:
+            part += "\n" + call(len(parts))
         parts.append(part)
         total += len(part) + 2
     return "\n\n".join(parts)
+
+
+def _xml_call(n: int) -> str:
+    return f"<tool-use>\n<shell>\nls -la | grep '<x{n}>'\n</shell>\n</tool-use>"
+
+
+def _plain_xml_call(n: int) -> str:
+    return f"<tool-use>\n<shell>\nls -la src/{n}\n</shell>\n</tool-use>"
+
+
+def _tool_call(n: int) -> str:
+    return f'@shell(call_{n}): {{"command": "echo {{}} {n} done"}}'
+
+
+def xml_calls(size: int, seed: int = 0) -> str:
+    """Prose with ``<tool-use>`` calls."""
+    return _prose_with(_xml_call, 0.2, size, seed)
+
+
+def plain_xml_calls(size: int, seed: int = 0) -> str:
+    """Prose with ``<tool-use>`` calls whose code holds no angle brackets (strict-XML safe)."""
+    return _prose_with(_plain_xml_call, 0.2, size, seed)
+
+
+def many_xml_calls(size: int, seed: int = 0) -> str:
+    """Back-to-back ``<tool-use>`` calls."""
+    return _prose_with(_xml_call, 1.0, size, seed)
 
 
 def toolcall_calls(size: int, seed: int = 0) -> str:
     """Prose with ``@shell(id): {json}`` calls."""
-    rng = random.Random(seed)
-    parts: list[str] = []
-    total = 0
-    while total < size:
-        part = _sentence(rng)
-        if rng.random() < 0.2:
-            part += f'\n@shell(call_{len(parts)}): {{"command": "echo {{}} done"}}'
-        parts.append(part)
-        total += len(part) + 2
-    return "\n\n".join(parts)
+    return _prose_with(_tool_call, 0.2, size, seed)
+
+
+def many_toolcall_calls(size: int, seed: int = 0) -> str:
+    """Back-to-back ``@shell(id): {json}`` calls."""
+    return _prose_with(_tool_call, 1.0, size, seed)
 
 
 MARKDOWN_SHAPES: dict[str, Callable[[int], str]] = {
@@ -98,6 +120,14 @@ MARKDOWN_SHAPES: dict[str, Callable[[int], str]] = {
     "many small blocks": many_small_blocks,
     "one huge block": one_huge_block,
     "nested fences": nested_fences,
+}
+
+SHAPES: dict[str, dict[str, Callable[[int], str]]] = {
+    "markdown": MARKDOWN_SHAPES,
+    "xml": {"prose+calls": xml_calls, "prose+plain calls": plain_xml_calls,
+            "many calls": many_xml_calls},
+    "tool": {"prose+calls": toolcall_calls, "many calls": many_toolcall_calls,
+             "prose+blocks": prose_with_blocks},
 }
 
 SIZES = {"10 KB": 10_000, "100 KB": 100_000, "1 MB": 1_000_000}

@@ -6,8 +6,10 @@ import time
 from collections.abc import Callable
 
 
-def best_seconds(fn: Callable[[], object], *, min_total: float = 0.2, max_runs: int = 50) -> float:
-    """The fastest of several runs of ``fn``; runs until ``min_total`` seconds have passed."""
+def best_seconds(fn: Callable[[], object], *, min_total: float = 0.2, max_runs: int = 50,
+                 slow: float = 3.0) -> float:
+    """The fastest of several runs of ``fn``; runs until ``min_total`` seconds have passed
+    (at least three runs, or one when a run takes longer than ``slow`` seconds)."""
     best = float("inf")
     spent = 0.0
     runs = 0
@@ -18,6 +20,8 @@ def best_seconds(fn: Callable[[], object], *, min_total: float = 0.2, max_runs: 
         best = min(best, elapsed)
         spent += elapsed
         runs += 1
+        if elapsed > slow:
+            break
     return best
 
 

@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .errors import UserError
 from .parsing import ToolFormat
 
 ProviderKind = Literal["openai", "anthropic"]
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """The configuration is invalid; the message names the file and the key."""
 
 

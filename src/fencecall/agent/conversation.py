@@ -18,13 +18,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..errors import UserError
 from ..message import Message
 
 LOG_NAME = "conversation.jsonl"
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-class ConversationError(ValueError):
+class ConversationError(UserError, ValueError):
     """A conversation name is invalid, taken, or not found."""
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from rich.console import Console
 
@@ -20,24 +19,8 @@ from ..providers import ProviderError, get_provider
 from ..tools import Toolchain
 from .confirm import choose_confirm
 from .display import Display
-from .options import add_tool_options, workspace_of
+from .options import workspace_of
 from .slash import ExitChat, run_slash
-
-
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "chat", help="chat with a model that uses tools (the default command)",
-        description="Chat with a model that uses tools. With PROMPT, work on it and exit.")
-    parser.add_argument("prompt", nargs="*", help="run non-interactively on this prompt")
-    parser.add_argument("--model", "-m", help="provider/name, e.g. openai/gpt-4o or local/qwen")
-    parser.add_argument("--name", help="name for a new conversation")
-    parser.add_argument("--resume", "-r", metavar="NAME", help="continue a conversation")
-    parser.add_argument("--max-steps", type=int, help="tool calls per prompt before stopping")
-    add_tool_options(parser)
-    parser.set_defaults(handler=run, format=None)
-
-    listing = subparsers.add_parser("list", help="list saved conversations")
-    listing.set_defaults(handler=list_conversations)
 
 
 def list_conversations(args: argparse.Namespace) -> int:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..errors import UserError
 
-class InputError(Exception):
+
+class InputError(UserError):
     """A file the user named cannot be used; the message says why."""
 
 

@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
-from ..agent import ConversationError
-from ..config import ConfigError
-from ..tools import ToolLoadError, UnknownToolError
-from . import chat_cmd, parse_cmd, run_cmd
-from .inputs import InputError
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="fencecall",
-        description="An agent runtime in which a model's plain text is the tool call.")
-    parser.add_argument("--version", action="version", version=f"fencecall {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    parse_cmd.add_parser(subparsers)
-    run_cmd.add_parser(subparsers)
-    chat_cmd.add_parser(subparsers)
-    return parser
-
-
-COMMANDS = frozenset({"parse", "run", "chat", "list"})
+from ..errors import UserError
+from .arguments import COMMANDS, build_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,10 +18,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if first not in COMMANDS and first not in ("-h", "--help", "--version"):
         arguments.insert(0, "chat")
     args = parser.parse_args(arguments)
+    module_name, _, function = args.handler.partition(":")
     try:
-        code: int = args.handler(args)
-    except (InputError, ToolLoadError, UnknownToolError, ConfigError,
-            ConversationError) as err:
+        handler = getattr(importlib.import_module(module_name), function)
+        code: int = handler(args)
+    except UserError as err:
         print(f"fencecall: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,27 +1,11 @@
-"""Command-line options shared by the commands that run tools."""
+"""Turning the shared command-line options into a workspace and a toolchain."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from ..parsing import ToolFormat
 from ..tools import Toolchain
-
-
-def add_tool_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", "-f", choices=[f.value for f in ToolFormat],
-                        default=ToolFormat.MARKDOWN.value, help="how tool calls are written")
-    parser.add_argument("--tools", "-t", metavar="LIST",
-                        help="comma-separated allowlist: names, globs (mcp.*), hint:TAG, "
-                             "or .py files")
-    parser.add_argument("-y", "--yes", action="store_true",
-                        help="confirm every tool call without asking")
-    parser.add_argument("--workspace", "-w", type=Path, default=None,
-                        help="folder the tools work in (default: current folder; created "
-                             "if missing)")
-    parser.add_argument("--root", action="append", type=Path, default=[],
-                        help="another folder file tools may touch (repeatable)")
 
 
 def workspace_of(args: argparse.Namespace) -> Path:

@@ -7,19 +7,8 @@ import json
 import sys
 from typing import Any
 
-from ..parsing import ToolCall, ToolFormat, parse_calls
+from ..parsing import ToolCall, parse_calls
 from .inputs import read_text
-
-
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "parse", help="list the tool calls found in a saved model reply",
-        description="List the tool calls found in FILE (a saved model reply; - for stdin).")
-    parser.add_argument("file", metavar="FILE")
-    parser.add_argument("--format", "-f", choices=[f.value for f in ToolFormat],
-                        default=ToolFormat.MARKDOWN.value, help="how the calls are written")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.set_defaults(handler=run)
 
 
 def _line_of(text: str, offset: int) -> int:

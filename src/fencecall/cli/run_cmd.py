@@ -14,18 +14,7 @@ from ..execution import Session
 from ..message import Message
 from .confirm import choose_confirm
 from .inputs import read_text
-from .options import add_tool_options, toolchain_of, workspace_of
-
-
-def add_parser(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "run", help="execute the tool calls in a saved model reply",
-        description="Execute the tool calls in REPLY (a saved model reply; - for stdin) and "
-                    "print their results. Exits 1 if any call failed, was blocked or declined.")
-    parser.add_argument("reply", metavar="REPLY")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    add_tool_options(parser)
-    parser.set_defaults(handler=run)
+from .options import toolchain_of, workspace_of
 
 
 def _result_json(message: Message) -> dict[str, Any]:

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from typing import Literal
 
 from .model import Codeblock, ToolCall, ToolFormat
 from .scanner import Found, Scanner
 
 
-def _as_calls(found: Iterable[Found]) -> list[ToolCall]:
-    calls = []
-    for item in found:
-        if isinstance(item, ToolCall):
-            calls.append(item)
-            continue
-        words = item.lang.split(maxsplit=1)
-        if words:
-            argline = words[1] if len(words) == 2 else ""
-            calls.append(ToolCall(words[0], argline, item.content, start=item.start))
-    return calls
+def _blocks_as(fmt: ToolFormat) -> Literal["call", "none"]:
+    return "none" if fmt is ToolFormat.XML else "call"
+
+
+def _calls(found: list[Found]) -> list[ToolCall]:
+    return [item for item in found if isinstance(item, ToolCall)]
 
 
 def parse_codeblocks(text: str, *, streaming: bool = False) -> list[Codeblock]:
@@ -42,11 +37,11 @@ def parse_calls(text: str, fmt: ToolFormat | str = ToolFormat.MARKDOWN, *,
     names are tools is the registry's business. The ``tool`` format also reads markdown blocks.
     """
     fmt = ToolFormat(fmt)
-    scanner = Scanner(fmt, emit_blocks=fmt is not ToolFormat.XML)
+    scanner = Scanner(fmt, blocks=_blocks_as(fmt))
     found = scanner.feed(text)
     if not streaming:
         found += scanner.finish()
-    return _as_calls(found)
+    return _calls(found)
 
 
 class StreamParser:
@@ -59,12 +54,12 @@ class StreamParser:
 
     def __init__(self, fmt: ToolFormat | str = ToolFormat.MARKDOWN):
         self.format = ToolFormat(fmt)
-        self._scanner = Scanner(self.format, emit_blocks=self.format is not ToolFormat.XML)
+        self._scanner = Scanner(self.format, blocks=_blocks_as(self.format))
 
     def feed(self, chunk: str) -> list[ToolCall]:
         """Add a chunk; return the calls it completed."""
-        return _as_calls(self._scanner.feed(chunk))
+        return _calls(self._scanner.feed(chunk))
 
     def finish(self) -> list[ToolCall]:
         """End the stream; return the calls completed by its end."""
-        return _as_calls(self._scanner.finish())
+        return _calls(self._scanner.finish())

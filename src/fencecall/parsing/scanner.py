@@ -30,7 +30,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from enum import Enum, auto
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from .jsonscan import JsonEndScanner
 from .model import Codeblock, ToolCall, ToolFormat
@@ -169,13 +169,15 @@ class Scanner:
     """Finds code blocks and tool calls in text fed chunk by chunk.
 
     ``feed`` returns what became certain with that chunk; ``finish`` returns the rest once the
-    text is complete. ``emit_blocks`` controls whether code blocks are reported (the ``xml``
-    format tracks them only to ignore calls written inside them).
+    text is complete. ``blocks`` says how code blocks are reported: as :class:`Codeblock`,
+    as :class:`ToolCall` (blocks with a langtag, named by its first word), or not at all (the
+    ``xml`` format tracks them only to ignore calls written inside them).
     """
 
-    def __init__(self, fmt: ToolFormat = ToolFormat.MARKDOWN, *, emit_blocks: bool = True):
+    def __init__(self, fmt: ToolFormat = ToolFormat.MARKDOWN, *,
+                 blocks: Literal["codeblock", "call", "none"] = "codeblock"):
         self._needles = _NEEDLES[fmt]
-        self._emit_blocks = emit_blocks
+        self._blocks = blocks
         self._mode = _Mode.OUTSIDE
         self._fence: _Fence | None = None
         self._think_close = ""
@@ -363,8 +365,12 @@ class Scanner:
         content = self._slice(fence.body, line_start - 1) if line_start - 1 > fence.body else ""
         self._fence = None
         self._mode = _Mode.OUTSIDE
-        if self._emit_blocks:
+        if self._blocks == "codeblock":
             out.append(Codeblock(fence.lang, content, fence.start))
+        elif self._blocks == "call" and fence.lang:
+            words = fence.lang.split(None, 1)
+            out.append(ToolCall(words[0], words[1] if len(words) == 2 else "", content,
+                                start=fence.start))
 
     def _scan_xml(self, region: str, pos: int, base: int, out: list[Found]) -> int:
         xml = self._xml

@@ -15,12 +15,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..errors import UserError
 from .spec import ToolSpec
 
 ENTRY_POINT_GROUP = "fencecall.tools"
 
 
-class ToolLoadError(Exception):
+class ToolLoadError(UserError):
     """A tool source could not be loaded; the message names the file or plugin and why."""
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from ..errors import UserError
 from ..parsing import ToolFormat
 from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
 from .spec import ToolSpec, api_name
@@ -25,7 +26,7 @@ _INIT_LOCK = threading.Lock()
 _toolchain: ContextVar[Toolchain | None] = ContextVar("fencecall_toolchain", default=None)
 
 
-class UnknownToolError(ValueError):
+class UnknownToolError(UserError, ValueError):
     """An allowlist named a tool that does not exist."""
 
 
