@@ -14,68 +14,60 @@ def _sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(8, 30))).capitalize() + "."
 
 
-def prose_with_blocks(size: int, seed: int = 0) -> str:
-    """Mostly prose paragraphs; about one paragraph in ten is followed by a shell block."""
+Part = Callable[[int, random.Random], str]
+"""Makes the n-th piece of an input from a seeded random source."""
+
+
+def _join_until(size: int, separator: str, part: Part, seed: int) -> str:
+    """Pieces joined by ``separator`` until the text is at least ``size`` characters."""
     rng = random.Random(seed)
     parts: list[str] = []
     total = 0
     while total < size:
-        part = " ".join(_sentence(rng) for _ in range(rng.randint(1, 4)))
-        if rng.random() < 0.1:
-            part += "\n\n```shell\nls -la src/\ngrep -rn TODO .\n```"
-        parts.append(part)
-        total += len(part) + 2
-    return "\n\n".join(parts)[:size]
+        piece = part(len(parts), rng)
+        parts.append(piece)
+        total += len(piece) + len(separator)
+    return separator.join(parts)
+
+
+def _paragraph_maybe_block(n: int, rng: random.Random) -> str:
+    text = " ".join(_sentence(rng) for _ in range(rng.randint(1, 4)))
+    if rng.random() < 0.1:
+        text += "\n\n```shell\nls -la src/\ngrep -rn TODO .\n```"
+    return text
+
+
+def prose_with_blocks(size: int, seed: int = 0) -> str:
+    """Mostly prose paragraphs; about one paragraph in ten is followed by a shell block."""
+    return _join_until(size, "\n\n", _paragraph_maybe_block, seed)
 
 
 def many_small_blocks(size: int, seed: int = 0) -> str:
     """Back-to-back tiny blocks with one line of prose between them."""
-    rng = random.Random(seed)
-    parts: list[str] = []
-    total = 0
-    while total < size:
-        part = f"Step {len(parts)}:\n```shell\necho {rng.randint(0, 9999)}\n```"
-        parts.append(part)
-        total += len(part) + 1
-    return "\n".join(parts)[:size]
+    return _join_until(size, "\n", lambda n, rng: (
+        f"Step {n}:\n```shell\necho {rng.randint(0, 9999)}\n```"), seed)
 
 
 def one_huge_block(size: int, seed: int = 0) -> str:
     """A single save block holding a large file."""
-    rng = random.Random(seed)
-    lines: list[str] = []
-    total = 0
-    while total < size:
-        line = f"    value_{rng.randint(0, 10**6)} = compute({rng.random():.6f})  # step"
-        lines.append(line)
-        total += len(line) + 1
-    return "I'll write the module.\n```save src/big.py\n" + "\n".join(lines) + "\n```\n"
+    body = _join_until(size, "\n", lambda n, rng: (
+        f"    value_{rng.randint(0, 10**6)} = compute({rng.random():.6f})  # step"), seed)
+    return f"I'll write the module.\n```save src/big.py\n{body}\n```\n"
 
 
 def nested_fences(size: int, seed: int = 0) -> str:
     """Markdown documents saved with nested code examples inside."""
-    rng = random.Random(seed)
-    parts: list[str] = []
-    total = 0
-    while total < size:
-        doc = (f"```save docs/page{len(parts)}.md\n# Page\n\n{_sentence(rng)}\n\n"
-               f"```python\nprint({rng.randint(0, 99)})\n```\n\n{_sentence(rng)}\n```")
-        parts.append(doc)
-        total += len(doc) + 2
-    return "\n\n".join(parts)
+    return _join_until(size, "\n\n", lambda n, rng: (
+        f"```save docs/page{n}.md\n# Page\n\n{_sentence(rng)}\n\n"
+        f"```python\nprint({rng.randint(0, 99)})\n```\n\n{_sentence(rng)}\n```"), seed)
 
 
 def _prose_with(call: Callable[[int], str], every: float, size: int, seed: int) -> str:
-    rng = random.Random(seed)
-    parts: list[str] = []
-    total = 0
-    while total < size:
-        part = _sentence(rng)
-        if rng.random() < every:
-            part += "\n" + call(len(parts))
-        parts.append(part)
-        total += len(part) + 2
-    return "\n\n".join(parts)
+    def part(n: int, rng: random.Random) -> str:
+        text = _sentence(rng)
+        return text + "\n" + call(n) if rng.random() < every else text
+
+    return _join_until(size, "\n\n", part, seed)
 
 
 def _xml_call(n: int) -> str:

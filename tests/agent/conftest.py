@@ -27,13 +27,6 @@ def cli_env(home: Path, base_url: str, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def fencecall(tmp_path: Path, workspace: Path) -> CLI:
     def run(*args: str, base_url: str, env: dict[str, str] | None = None,
             stdin: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -15,13 +15,6 @@ Run = Callable[[str], list[Message]]
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "workspace"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
 def session(workspace: Path) -> Iterator[Session]:
     with Session(Toolchain.build(), workspace=workspace, confirm=auto_yes) as session:
         yield session

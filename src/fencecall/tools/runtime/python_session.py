@@ -8,7 +8,6 @@ Functions registered by tools are stubs in the child that call back into this pr
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
@@ -22,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .processes import kill_group
 
 DRIVER = Path(__file__).with_name("python_driver.py")
 _INTERRUPT_GRACE = 2.0
@@ -160,9 +161,7 @@ class PythonSession:
         proc = self._proc
         if proc is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        kill_group(proc)
         os.close(self._request_fd)
         os.close(self._reply_fd)
         self._proc = None

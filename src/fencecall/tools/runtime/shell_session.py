@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .processes import kill_group
+
 _KILL_GRACE = 0.5
 
 
@@ -203,10 +205,8 @@ class ShellSession:
         proc = self._proc
         if proc is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc)
         self._kill_children()
-        proc.wait()
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 stream.close()
