@@ -130,6 +130,14 @@ def test_hook_priorities_and_post_hook_results(toolchain: Toolchain, tmp_path: P
     assert post.duration >= 0 and post.error is None
 
 
+def test_unregistered_hook_no_longer_runs(toolchain: Toolchain, tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+    hook = session.hooks.add(TOOL_PRE_EXECUTE, lambda d: Block("always"))
+    assert "blocked" in run(session, f"{F}add 1\n{F}\n")[0]
+    session.hooks.unregister(hook)
+    assert run(session, f"{F}add 1\n{F}\n") == ["2"]
+
+
 def test_post_hook_sees_the_error(toolchain: Toolchain, tmp_path: Path) -> None:
     session = Session(toolchain, workspace=tmp_path)
     errors: list[BaseException | None] = []

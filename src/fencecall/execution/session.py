@@ -74,12 +74,6 @@ class Session:
             value: R = self._resources[key]
             return value
 
-    def drop_resource(self, key: str) -> None:
-        """Close and forget a resource (a dead shell, say), so the next use makes a new one."""
-        with self._lock:
-            value = self._resources.pop(key, None)
-        _close(value)
-
     @contextmanager
     def active(self) -> Iterator[Session]:
         """Make this the current session in this context."""

@@ -34,8 +34,6 @@ class ShellResult:
     timed_out: bool = False
     restarted: str | None = None
     """Why the shell had to be restarted (cwd and variables were reset), if it was."""
-    cut_stdout: int = 0
-    cut_stderr: int = 0
 
 
 def _session_members(sid: int) -> list[int]:
@@ -132,10 +130,8 @@ class ShellSession:
             self._restart()
             restarted = f"{reason}; cwd and variables were reset"
             status = exit_code
-        stdout, cut_out = self._read(out)
-        stderr, cut_err = self._read(err)
-        return ShellResult(stdout, stderr, None if timed_out else status, timed_out, restarted,
-                           cut_out, cut_err)
+        return ShellResult(self._read(out), self._read(err), None if timed_out else status,
+                           timed_out, restarted)
 
     def _wait_marker(self, marker: str, timeout: float) -> tuple[int | None, bool]:
         """(exit status, timed out?) once bash prints the marker; status None if it died."""
@@ -181,21 +177,21 @@ class ShellSession:
     def _children(sid: int) -> list[int]:
         return [pid for pid in _session_members(sid) if pid != sid]
 
-    def _read(self, path: Path) -> tuple[str, int]:
+    def _read(self, path: Path) -> str:
         """The file's text, keeping its head and tail when it exceeds the output limit."""
         try:
             size = path.stat().st_size
         except FileNotFoundError:
-            return "", 0
+            return ""
         half = self._output_limit // 2
         with path.open("rb") as handle:
             if size <= 2 * half:
-                return handle.read().decode("utf-8", errors="replace"), 0
+                return handle.read().decode("utf-8", errors="replace")
             head = handle.read(half).decode("utf-8", errors="replace")
             handle.seek(size - half)
             tail = handle.read().decode("utf-8", errors="replace")
         cut = size - 2 * half
-        return f"{head}\n[... {cut} bytes cut ...]\n{tail}", cut
+        return f"{head}\n[... {cut} bytes cut ...]\n{tail}"
 
     def _restart(self) -> None:
         self._terminate()
