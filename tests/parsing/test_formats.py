@@ -81,6 +81,14 @@ def test_xml_inside_code_block_or_thinking_is_ignored() -> None:
     assert [c.content for c in parse_calls(text, "xml")] == ["ls"]
 
 
+def test_mentioned_opener_does_not_hide_the_real_call() -> None:
+    text = "I'll use the `<tool-use>` tag now.\n<tool-use><shell>ls</shell></tool-use>"
+    [call] = parse_calls(text, "xml")
+    assert (call.name, call.content, call.start) == ("shell", "ls", text.index("<shell>"))
+    cdata = "<tool-use><save args='a'><![CDATA[x <tool-use> y]]></save></tool-use>"
+    assert parse_calls(cdata, "xml")[0].content == "x <tool-use> y"
+
+
 def test_xml_format_does_not_run_markdown_blocks() -> None:
     assert parse_calls(f"{F}shell\nls\n{F}\n", "xml") == []
 

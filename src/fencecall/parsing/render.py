@@ -55,8 +55,9 @@ def _cdata(text: str) -> str:
         CDATA_CLOSE
 
 
-def _xml_text(text: str, *closers: str) -> str:
-    risky = (CDATA_OPEN, *closers)
+def _xml_text(text: str, *tags: str) -> str:
+    """``text`` as is, or in CDATA when it holds a tag that would end (or restart) the call."""
+    risky = (CDATA_OPEN, *tags)
     return _cdata(text) if any(r in text for r in risky) else text
 
 
@@ -71,7 +72,8 @@ def render_xml(call: ToolCall) -> str:
         params = []
         for key, value in call.kwargs.items():
             text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            text = _xml_text(text, "</parameter>", "</invoke>", "</function_calls>")
+            text = _xml_text(text, "</parameter>", "</invoke>", "</function_calls>",
+                             "<function_calls>")
             if "\n" in text or "\r" in text:
                 text = f"\n{text}\n"
             params.append(f'<parameter name="{_attr(key)}">{text}</parameter>')
@@ -85,7 +87,7 @@ def render_xml(call: ToolCall) -> str:
             raise UnrepresentableCall(f"{key!r} cannot be an XML attribute name")
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         attrs += f' {key}="{_attr(text)}"'
-    body = _xml_text(call.content, f"</{call.name}>", "</tool-use>")
+    body = _xml_text(call.content, f"</{call.name}>", "</tool-use>", "<tool-use>")
     return f"<tool-use>\n<{call.name}{attrs}>\n{body}\n</{call.name}>\n</tool-use>"
 
 

@@ -34,7 +34,14 @@ from typing import Literal, NamedTuple
 
 from .jsonscan import JsonEndScanner
 from .model import Codeblock, ToolCall, ToolFormat
-from .xmlcalls import CDATA_CLOSE, CDATA_OPEN, NAME, iter_function_calls, iter_tool_use
+from .xmlcalls import (
+    CDATA_CLOSE,
+    CDATA_OPEN,
+    NAME,
+    find_outside_cdata,
+    iter_function_calls,
+    iter_tool_use,
+)
 
 _CALL_AT = re.compile(rf"@(?P<name>{NAME})\((?P<id>[^()\s]*)\):[ \t]*(?=\{{)")
 _NEEDLES = {
@@ -391,8 +398,16 @@ class Scanner:
             if hit == -1:
                 return len(region)
             body = self._slice(xml.body, base + hit)
+            offset = xml.body
+            # An opener that was only mentioned ("the `<tool-use>` tag") is superseded by the
+            # real one that follows it before the closing tag.
+            opener = "<" + xml.closing[2:]
+            restart = find_outside_cdata(body, opener, 0)
+            while restart != -1:
+                body, offset = body[restart + len(opener):], offset + restart + len(opener)
+                restart = find_outside_cdata(body, opener, 0)
             parse = iter_tool_use if xml.closing == "</tool-use>" else iter_function_calls
-            out.extend(parse(body, xml.body))
+            out.extend(parse(body, offset))
             self._xml = None
             self._mode = _Mode.OUTSIDE
             return hit + len(xml.closing)
