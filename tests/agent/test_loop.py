@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,7 +54,7 @@ def test_ctrl_c_while_streaming_keeps_the_partial_reply(session: Session,
 
 def test_malformed_and_unknown_native_calls_are_answered(session: Session,
                                                          tmp_path: Path) -> None:
-    calls = [{"id": "c1", "name": "shell", "arguments": "not json"},
+    calls: list[dict[str, Any]] = [{"id": "c1", "name": "shell", "arguments": "not json"},
              {"id": "c2", "name": "teleport", "arguments": {"to": "mars"}}]
     with FakeModelServer([Reply("", tool_calls=calls), Reply("Sorry.")]) as server:
         agent = agent_for(server, session, tmp_path)

@@ -122,7 +122,12 @@ def test_hook_priorities_and_post_hook_results(toolchain: Toolchain, tmp_path: P
     session.hooks.add(TOOL_PRE_EXECUTE, lambda d: order.append("high"), priority=10)
     session.hooks.add(TOOL_PRE_EXECUTE, lambda d: order.append("mid"))
     posts: list[ToolPostExecute] = []
-    session.hooks.add(TOOL_POST_EXECUTE, lambda d: posts.append(d) or "post note")
+
+    def record(data: ToolPostExecute) -> str:
+        posts.append(data)
+        return "post note"
+
+    session.hooks.add(TOOL_POST_EXECUTE, record)
     assert run(session, f"{F}add 1 1\n{F}\n") == ["2", "post note"]
     assert order == ["high", "mid", "low"]
     [post] = posts

@@ -44,7 +44,7 @@ def test_save_is_atomic(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     def crash(src: str, dst: str) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(files.os, "replace", crash)
+    monkeypatch.setattr("os.replace", crash)
     with pytest.raises(OSError):
         files.atomic_write(target, "new\n")
     assert target.read_text() == "original\n"
