@@ -78,3 +78,18 @@ def test_functions_registered_by_tools_are_callable(workspace: Path) -> None:
 def test_working_directory_is_the_workspace(run: Run, workspace: Path) -> None:
     [result] = run(py("import os\nos.getcwd()"))
     assert str(workspace) in result.content
+
+
+def test_real_ctrl_c_interrupts_the_code_and_keeps_state(run: Run) -> None:
+    import os
+    import signal
+    import threading
+
+    run(py("kept = 41"))
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    [result] = run(py("import time\ntime.sleep(30)"))
+    timer.join()
+    assert "Interrupted" in result.content
+    [after] = run(py("kept + 1"))
+    assert "42" in after.content

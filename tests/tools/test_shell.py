@@ -124,3 +124,23 @@ def test_read_only_policy() -> None:
                     "find . -delete", "git push", "git -c core.pager=x log", "sort -o f f",
                     "FOO=1 ls", "(ls)", "cat <(rm x)", "", "python -c 1", "git commit -m x"):
         assert not is_read_only(command), command
+
+
+def test_real_ctrl_c_stops_the_command_but_keeps_the_shell(run: Run, session: Session,
+                                                           tmp_path: Path) -> None:
+    import signal
+    import threading
+
+    run(shell("export KEPT=yes"))
+    marker = tmp_path / "finished"
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.monotonic()
+    [result] = run(shell(f"sleep 5 && touch {marker}"))
+    timer.join()
+    assert time.monotonic() - started < 4
+    assert result.content == "Interrupted: the shell call was stopped by the user (Ctrl-C)."
+    time.sleep(5)
+    assert not marker.exists()
+    [after] = run(shell("echo $KEPT"))
+    assert "yes" in after.content
