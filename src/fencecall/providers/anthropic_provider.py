@@ -15,7 +15,9 @@ from .base import (
     StreamEnd,
     StreamEvent,
     TextDelta,
+    native_calls,
     tool_result_text,
+    turns,
 )
 
 
@@ -23,7 +25,6 @@ def to_anthropic_messages(request: ChatRequest) -> list[dict[str, Any]]:
     """Our messages as Anthropic turns: roles alternate, so consecutive user-side turns (user
     prompts and tool results) merge into one message of several content blocks."""
     out: list[dict[str, Any]] = []
-    native_ids: set[str] = set()
 
     def add(role: str, block: dict[str, Any]) -> None:
         if out and out[-1]["role"] == role:
@@ -31,19 +32,18 @@ def to_anthropic_messages(request: ChatRequest) -> list[dict[str, Any]]:
         else:
             out.append({"role": role, "content": [block]})
 
-    for message in request.messages:
-        if message.role == "assistant":
-            calls = message.metadata.get("tool_calls") or []
+    for kind, message in turns(request.messages):
+        if kind == "assistant":
+            calls = native_calls(message)
             if message.content or not calls:
                 add("assistant", {"type": "text", "text": message.content or "(no text)"})
             for call in calls:
-                native_ids.add(call["id"])
                 add("assistant", {"type": "tool_use", "id": call["id"],
                                   "name": api_name(call["name"]), "input": call["arguments"]})
-        elif message.role == "system" and message.call_id in native_ids:
+        elif kind == "native_result":
             add("user", {"type": "tool_result", "tool_use_id": message.call_id,
                          "content": message.content})
-        elif message.role == "system":
+        elif kind == "tool_result":
             add("user", {"type": "text", "text": tool_result_text(message)})
         else:
             add("user", {"type": "text", "text": message.content})

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 from ..message import Message
 from ..tools.spec import ToolSpec
@@ -58,6 +58,29 @@ class Provider(Protocol):
     name: str
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]: ...
+
+
+TurnKind = Literal["assistant", "native_result", "tool_result", "user"]
+
+
+def turns(messages: Iterable[Message]) -> Iterator[tuple[TurnKind, Message]]:
+    """Each message with what it is to a chat API: an assistant turn, the result of a native
+    call made earlier (answered by id), another tool result, or a user turn."""
+    native_ids: set[str] = set()
+    for message in messages:
+        if message.role == "assistant":
+            native_ids.update(call["id"] for call in native_calls(message))
+            yield "assistant", message
+        elif message.role == "system":
+            yield ("native_result" if message.call_id in native_ids else "tool_result"), message
+        else:
+            yield "user", message
+
+
+def native_calls(message: Message) -> list[dict[str, Any]]:
+    """The native calls an assistant message made (``id``, ``name``, ``arguments``)."""
+    calls: list[dict[str, Any]] = list(message.metadata.get("tool_calls") or ())
+    return calls
 
 
 def tool_result_text(message: Message) -> str:

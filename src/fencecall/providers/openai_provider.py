@@ -16,7 +16,9 @@ from .base import (
     StreamEnd,
     StreamEvent,
     TextDelta,
+    native_calls,
     tool_result_text,
+    turns,
 )
 
 
@@ -28,23 +30,20 @@ def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
     system messages after the first.
     """
     out: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
-    native_ids: set[str] = set()
-    for message in request.messages:
-        calls = message.metadata.get("tool_calls") or []
-        if message.role == "assistant":
+    for kind, message in turns(request.messages):
+        if kind == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-            if calls:
+            if calls := native_calls(message):
                 entry["tool_calls"] = [
                     {"id": c["id"], "type": "function",
                      "function": {"name": api_name(c["name"]),
                                   "arguments": json.dumps(c["arguments"])}}
                     for c in calls]
-                native_ids.update(c["id"] for c in calls)
             out.append(entry)
-        elif message.role == "system" and message.call_id in native_ids:
+        elif kind == "native_result":
             out.append({"role": "tool", "tool_call_id": message.call_id,
                         "content": message.content})
-        elif message.role == "system":
+        elif kind == "tool_result":
             out.append({"role": "user", "content": tool_result_text(message)})
         else:
             out.append({"role": "user", "content": message.content})
