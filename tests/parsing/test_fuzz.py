@@ -50,6 +50,7 @@ HOSTILE = {
     "200-deep nesting": "\n".join("`" * (3 + i) + "x" for i in range(200)) + "\n",
     "200-deep equal nesting": "```md\n" + "```x\n" * 200 + "```\n" * 201,
     "open xml": "<tool-use>" + "<shell>" * 100_000,
+    "repeated xml openers": "<tool-use>" * 100_000 + "<shell>ls</shell></tool-use>",
     "open cdata": "<tool-use><![CDATA[" + "x\n" * 100_000,
     "open json": "@a(b): " + "{" * 200_000,
     "many thinking opens": "<thinking>" * 100_000,

@@ -167,7 +167,6 @@ class _Call:
 @dataclass(slots=True)
 class _Xml:
     closing: str
-    start: int
     body: int
     in_cdata: bool = False
 
@@ -292,7 +291,7 @@ class Scanner:
             self._call = _Call(m.group("name"), m.group("id") or None, base + at, base + m.end())
             self._mode = _Mode.CALL
             return m.end()
-        self._xml = _Xml("</" + needle[1:], base + at, base + at + len(needle))
+        self._xml = _Xml("</" + needle[1:], base + at + len(needle))
         self._mode = _Mode.XML
         return at + len(needle)
 
@@ -402,10 +401,11 @@ class Scanner:
             # An opener that was only mentioned ("the `<tool-use>` tag") is superseded by the
             # real one that follows it before the closing tag.
             opener = "<" + xml.closing[2:]
-            restart = find_outside_cdata(body, opener, 0)
-            while restart != -1:
-                body, offset = body[restart + len(opener):], offset + restart + len(opener)
-                restart = find_outside_cdata(body, opener, 0)
+            skip = 0
+            while (again := find_outside_cdata(body, opener, skip)) != -1:
+                skip = again + len(opener)
+            if skip:
+                body, offset = body[skip:], offset + skip
             parse = iter_tool_use if xml.closing == "</tool-use>" else iter_function_calls
             out.extend(parse(body, offset))
             self._xml = None
