@@ -12,20 +12,21 @@ from ..workspace import OutsideWorkspace, display
 from .files import allowed, target, write_file
 
 
-def _patched(invocation: ToolInvocation) -> tuple[str, str]:
-    """(previous text, patched text); raises with a message for the model."""
+def _patched(invocation: ToolInvocation) -> tuple[str, str, int]:
+    """(previous text, patched text, number of hunks); raises with a message for the model."""
     path = target(invocation)
     previous = read_existing(path)
     if previous is None:
         raise FileNotFoundError(f"{display(path, invocation.session.roots)} does not exist; "
                                 "use save to create it")
     name = display(path, invocation.session.roots)
-    return previous, apply_patch(previous, parse_patch(invocation.kwargs["patch"]), name)
+    hunks = parse_patch(invocation.kwargs["patch"])
+    return previous, apply_patch(previous, hunks, name), len(hunks)
 
 
 def preview(invocation: ToolInvocation) -> str | None:
     try:
-        previous, patched = _patched(invocation)
+        previous, patched, _ = _patched(invocation)
     except (PatchError, OSError, ValueError) as err:
         return f"the patch will fail: {err}"
     return unified_diff(previous, patched, display(target(invocation), invocation.session.roots))
@@ -33,10 +34,9 @@ def preview(invocation: ToolInvocation) -> str | None:
 
 def execute_patch(invocation: ToolInvocation) -> Message:
     try:
-        previous, patched = _patched(invocation)
+        previous, patched, hunks = _patched(invocation)
     except (PatchError, OutsideWorkspace, OSError, ValueError) as err:
         return system(f"patch failed, the file was not changed: {err}", status="error")
-    hunks = len(parse_patch(invocation.kwargs["patch"]))
     return write_file(invocation, target(invocation), patched, previous,
                       lambda name: f"Patched {name} ({hunks} change(s)).")
 
