@@ -62,6 +62,7 @@ class Agent:
         self.conversation = conversation
         self.max_steps = max_steps
         self._emit = on_event or (lambda event: None)
+        self._system = system_prompt(session)
 
     def send(self, prompt: str) -> None:
         """Add a user message and work until the model answers without a call."""
@@ -95,8 +96,7 @@ class Agent:
     def _request(self) -> ChatRequest:
         native = self.session.format is ToolFormat.TOOL
         tools = tuple(s for s in self.session.toolchain.tools if s.is_runnable) if native else ()
-        return ChatRequest(self.model, system_prompt(self.session),
-                           tuple(self.conversation.messages), tools)
+        return ChatRequest(self.model, self._system, tuple(self.conversation.messages), tools)
 
     def _generate(self) -> tuple[Message, list[ToolUse]]:
         parser = StreamParser(self.session.format)
