@@ -49,8 +49,8 @@ _NEEDLES = {
     ToolFormat.XML: ("```", "<think", "<tool-use>", "<function_calls>"),
     ToolFormat.TOOL: ("```", "<think", "@"),
 }
-_DOCUMENT_LANGS = frozenset({"markdown", "md", "mdx", "rst"})
-_DOCUMENT_SUFFIXES = (".md", ".markdown", ".mdx", ".rst")
+# A langtag whose first word is a document language, or whose last word is a document path.
+_DOCUMENT_LANGTAG = re.compile(r"(?i)^(?:markdown|md|mdx|rst)(?:\s|$)|\.(?:md|markdown|mdx|rst)$")
 
 Found = Codeblock | ToolCall
 
@@ -134,10 +134,7 @@ class _Mode(Enum):
 
 
 def _holds_documents(lang: str) -> bool:
-    words = lang.split()
-    return bool(words) and (
-        words[0].lower() in _DOCUMENT_LANGS or words[-1].lower().endswith(_DOCUMENT_SUFFIXES)
-    )
+    return _DOCUMENT_LANGTAG.search(lang) is not None
 
 
 def _is_glued(ticks: int, info: str) -> bool:
