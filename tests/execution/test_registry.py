@@ -12,6 +12,7 @@ import pytest
 
 from fencecall import ToolFormat
 from fencecall.tools import (
+    Parameter,
     Toolchain,
     ToolLoadError,
     ToolSpec,
@@ -188,6 +189,16 @@ def test_plugin_via_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         chain = Toolchain.build(["plugged"])
     assert chain.names() == ["plugged"]
     sys.modules.pop("fc_plugin_demo", None)
+
+
+def test_a_broken_example_does_not_break_the_prompt() -> None:
+    from fencecall.tools import Example
+
+    odd = ToolSpec("odd", "Has a bad example.", execute=lambda inv: "x",
+                   parameters=(Parameter("n", "integer"),),
+                   examples=(Example.call(n="not a number"),))
+    text = Toolchain((odd,)).instructions("markdown")
+    assert "## odd" in text and "Examples" not in text
 
 
 def test_instructions_render_examples_in_each_format() -> None:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..execution.tooluse import render_call
 from ..parsing import ToolFormat, UnrepresentableCall
+from .arguments import ArgumentError
 from .spec import Example, ToolSpec
 
 if TYPE_CHECKING:
@@ -61,7 +62,8 @@ def tool_instructions(spec: ToolSpec, fmt: ToolFormat, toolchain: Toolchain | No
     for example in spec.examples:
         try:
             rendered.append(render_example(spec, example, fmt, toolchain))
-        except UnrepresentableCall:
+        except (UnrepresentableCall, ArgumentError):
+            # Examples this format cannot show (or that do not fit the tool) are left out.
             return "\n\n".join(p for p in parts if p)
     if rendered:
         parts.append("### Examples\n\n" + "\n\n".join(rendered))
