@@ -16,10 +16,9 @@ from ..config import Config, ConfigError, load_config
 from ..execution import Session
 from ..parsing import ToolFormat
 from ..providers import ProviderError, get_provider
-from ..tools import Toolchain
 from .confirm import choose_confirm
 from .display import Display
-from .options import workspace_of
+from .options import toolchain_of, workspace_of
 from .slash import ExitChat, run_slash
 
 
@@ -49,8 +48,7 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
                           "FENCECALL_MODEL (e.g. openai/gpt-4o, local/qwen2.5)")
     provider, model = get_provider(chosen, config)
     workspace = workspace_of(args)
-    allowlist = [t.strip() for t in args.tools.split(",")] if args.tools else config.tools
-    toolchain = Toolchain.build(allowlist, root=workspace)
+    toolchain = toolchain_of(args, workspace, config.tools)
     session = Session(toolchain, workspace=workspace,
                       confirm=choose_confirm(console, yes=args.yes),
                       fmt=ToolFormat(args.format or config.format), extra_roots=args.root,

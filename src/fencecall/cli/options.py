@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..tools import Toolchain
@@ -14,8 +15,10 @@ def workspace_of(args: argparse.Namespace) -> Path:
     return workspace.resolve()
 
 
-def toolchain_of(args: argparse.Namespace, workspace: Path) -> Toolchain:
-    allowlist = None
+def toolchain_of(args: argparse.Namespace, workspace: Path,
+                 default: Sequence[str] | None = None) -> Toolchain:
+    """The tools ``--tools`` names (comma-separated), else ``default`` (None: all)."""
+    allowlist = default
     if args.tools:
         allowlist = [entry.strip() for entry in args.tools.split(",") if entry.strip()]
     return Toolchain.build(allowlist, root=workspace)
