@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.markup import escape
 
 from ..agent import AgentEvent, ReplyDone, ReplyText, StepLimit, ToolResult
 from ..message import Message
+
+
+class _StreamedMarkdown:
+    """The reply so far, parsed as markdown only when Live repaints (a dozen times a second),
+    not on every streamed token."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Markdown("".join(self.parts))
 
 
 class Display:
@@ -18,7 +29,7 @@ class Display:
     def __init__(self, console: Console):
         self.console = console
         self._live: Live | None = None
-        self._text = ""
+        self._reply = _StreamedMarkdown()
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, ReplyText):
@@ -31,25 +42,23 @@ class Display:
             self.console.print(f"[yellow]Stopped after {event.steps} steps (step limit).[/]")
 
     def _reply_text(self, text: str) -> None:
-        self._text += text
+        self._reply.parts.append(text)
         if not self.console.is_terminal:
             self.console.file.write(text)
             self.console.file.flush()
-            return
-        if self._live is None:
-            self._live = Live(console=self.console, refresh_per_second=12,
+        elif self._live is None:
+            self._live = Live(self._reply, console=self.console, refresh_per_second=12,
                               vertical_overflow="visible")
             self._live.start()
-        self._live.update(Markdown(self._text))
 
     def _reply_done(self) -> None:
+        parts = self._reply.parts
         if self._live is not None:
-            self._live.update(Markdown(self._text))
-            self._live.stop()
+            self._live.stop()  # paints the complete reply one last time
             self._live = None
-        elif self._text and not self._text.endswith("\n"):
+        elif parts and not "".join(parts).endswith("\n"):
             self.console.file.write("\n")
-        self._text = ""
+        self._reply = _StreamedMarkdown()
 
     def show_result(self, message: Message) -> None:
         tool = message.metadata.get("tool", "system")
