@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from fencecall.tools import Toolchain
+
+from .sample_tools import CATALOGUE
+
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
@@ -13,3 +17,9 @@ def workspace(tmp_path: Path) -> Path:
     folder = tmp_path / "workspace"
     folder.mkdir()
     return folder
+
+
+@pytest.fixture
+def toolchain() -> Toolchain:
+    """The sample tools (echo, write, add, boom…), as a session would load them."""
+    return Toolchain.build(catalogue=CATALOGUE)

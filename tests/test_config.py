@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from fencecall.config import ConfigError, load_config
-from fencecall.parsing import ToolFormat
 from fencecall.providers import get_provider
 
 
@@ -23,13 +22,13 @@ def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
             '[providers.vllm]\nkind = "openai"\nbase_url = "http://127.0.0.1:8000/v1"\n'
             'api_key_env = "VLLM_KEY"\n')
     config = load_config(env_for(tmp_path, text))
-    assert (config.model, config.format, config.tools, config.max_steps) == (
-        "local/a", ToolFormat.XML, ("shell", "read"), 5)
+    assert (config.model, config.format.name, config.tools, config.max_steps) == (
+        "local/a", "xml", ("shell", "read"), 5)
     assert config.home == tmp_path / "home"
     assert "VLLM_KEY" in config.secret_env_names()
     config = load_config(env_for(tmp_path, text, FENCECALL_MODEL="vllm/b",
                                  FENCECALL_FORMAT="tool", FENCECALL_TOOLS="save"))
-    assert (config.model, config.format, config.tools) == ("vllm/b", ToolFormat.TOOL, ("save",))
+    assert (config.model, config.format.name, config.tools) == ("vllm/b", "tool", ("save",))
     provider, model = get_provider("vllm/b", config, {"VLLM_KEY": "k"})
     assert (provider.name, model) == ("vllm", "b")
 

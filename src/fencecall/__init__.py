@@ -1,11 +1,12 @@
 """fencecall: an agent runtime in which a model's plain text is the tool call."""
 
 from .parsing import (
+    CallFormat,
     Codeblock,
     StreamParser,
     ToolCall,
-    ToolFormat,
     UnrepresentableCall,
+    get_format,
     parse_calls,
     parse_codeblocks,
     render,
@@ -14,12 +15,13 @@ from .parsing import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CallFormat",
     "Codeblock",
     "StreamParser",
     "ToolCall",
-    "ToolFormat",
     "UnrepresentableCall",
     "__version__",
+    "get_format",
     "parse_calls",
     "parse_codeblocks",
     "render",

@@ -21,12 +21,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .errors import UserError
-from .parsing import ToolFormat
+from .parsing import MARKDOWN, CallFormat, get_format
 
 ProviderKind = Literal["openai", "anthropic"]
+PROVIDER_KINDS: tuple[ProviderKind, ...] = get_args(ProviderKind)
 
 
 class ConfigError(UserError, ValueError):
@@ -61,7 +62,7 @@ def _builtin_providers(env: Mapping[str, str]) -> dict[str, ProviderConfig]:
 @dataclass(frozen=True, slots=True)
 class Config:
     model: str | None = None
-    format: ToolFormat = ToolFormat.MARKDOWN
+    format: CallFormat = MARKDOWN
     tools: tuple[str, ...] | None = None
     max_steps: int = 30
     home: Path = field(default_factory=lambda: Path.home() / ".local/share/fencecall")
@@ -97,15 +98,16 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     data = _read_file(path, "FENCECALL_CONFIG" in env)
     providers = _builtin_providers(env)
     for name, table in (data.get("providers") or {}).items():
-        if not isinstance(table, dict) or table.get("kind") not in ("openai", "anthropic"):
-            raise ConfigError(f"{path}: providers.{name}.kind must be 'openai' or 'anthropic'")
+        if not isinstance(table, dict) or table.get("kind") not in PROVIDER_KINDS:
+            kinds = " or ".join(map(repr, PROVIDER_KINDS))
+            raise ConfigError(f"{path}: providers.{name}.kind must be {kinds}")
         if "api_key" in table:
             raise ConfigError(f"{path}: providers.{name}.api_key: keep keys out of files; "
                               "set api_key_env to the name of an environment variable")
         providers[name] = ProviderConfig(table["kind"], table.get("base_url"),
                                          table.get("api_key_env"))
     try:
-        fmt = ToolFormat(env.get("FENCECALL_FORMAT") or data.get("format", "markdown"))
+        fmt = get_format(env.get("FENCECALL_FORMAT") or data.get("format", MARKDOWN.name))
     except ValueError as err:
         raise ConfigError(f"{path}: format: {err}") from err
     tools = env.get("FENCECALL_TOOLS")

@@ -1,8 +1,27 @@
-"""The base of every error that is the user's to fix (a bad path, name or setting).
+"""The two families of errors fencecall raises, and who reads them.
 
-The CLI prints these as one clear line instead of a traceback.
+::
+
+    Exception
+    ├── UserError               the user's to fix: the CLI prints one line, exits 2
+    │   ├── ConfigError         (config) a bad setting; names the file and the key
+    │   ├── UnknownToolError    (tools.registry) an allowlist names no tool
+    │   ├── ToolLoadError       (tools.loading) a tool file or plugin would not load
+    │   ├── ConversationError   (agent.conversation) a bad, taken or missing name
+    │   └── InputError          (cli.inputs) a file the user named cannot be read
+    ├── ToolError               the model's to hear: the call's result, with status "error"
+    │   └── ArgumentError       (tools.arguments) arguments that do not fit the parameters
+    └── ProviderError           (providers) the model API failed; the loop stops and says so
+
+A tool raises :class:`ToolError` with a message written for the model; the execution
+pipeline turns it into that call's result in one place. Any other exception in a tool is
+reported the same way with its type, so a tool can never take the agent loop down.
 """
 
 
 class UserError(Exception):
     """Something the user asked for cannot be done as asked; the message says why."""
+
+
+class ToolError(Exception):
+    """A tool call failed; the message is what the model is told."""

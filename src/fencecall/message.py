@@ -5,10 +5,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant"]
-FAILED_STATUSES = frozenset({"error", "blocked", "declined", "interrupted"})
+
+
+class Status(StrEnum):
+    """How a tool call ended when it did not simply succeed (``metadata["status"]``)."""
+
+    ERROR = "error"
+    """The tool failed, or the call could not be understood."""
+    BLOCKED = "blocked"
+    """A hook stopped it."""
+    DECLINED = "declined"
+    """The user did not confirm it."""
+    INTERRUPTED = "interrupted"
+    """The user stopped it (Ctrl-C), or an earlier interrupt kept it from starting."""
+    STEP_LIMIT = "step-limit"
+    """Not a call's status: the agent stopped at its step limit."""
+
+
+_STATUSES = frozenset(status.value for status in Status)
+FAILED_STATUSES = frozenset({Status.ERROR, Status.BLOCKED, Status.DECLINED, Status.INTERRUPTED})
 
 
 def _now() -> datetime:
@@ -31,11 +50,19 @@ class Message:
                        metadata={**self.metadata, "tool": tool})
 
     @property
+    def status(self) -> Status | None:
+        """The call's status, if it did not simply succeed."""
+        value = self.metadata.get("status")
+        return Status(value) if isinstance(value, str) and value in _STATUSES else None
+
+    @property
     def failed(self) -> bool:
         """Whether this tool result reports a call that did not do its job."""
-        return self.metadata.get("status") in FAILED_STATUSES
+        return self.status in FAILED_STATUSES
 
 
-def system(content: str, **metadata: Any) -> Message:
+def system(content: str, status: Status | None = None, **metadata: Any) -> Message:
     """A system message, the form every tool result and error takes."""
+    if status is not None:
+        metadata["status"] = status
     return Message("system", content, metadata=metadata)

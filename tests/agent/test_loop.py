@@ -1,33 +1,44 @@
-"""The agent loop in-process, against the local server through the real OpenAI client."""
+"""The agent loop in-process, against the scripted provider (no socket).
+
+The providers' own wire code is tested over real HTTP in tests/cli and tests/providers.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from fencecall.agent import Agent, AgentEvent, Conversation, ReplyText
+from fencecall.agent import Agent, AgentEvent, Conversation, ReplyDone, ReplyText
 from fencecall.agent.loop import EventSink
 from fencecall.execution import Session, auto_yes
-from fencecall.parsing import ToolFormat
-from fencecall.providers.openai_provider import OpenAIProvider
-from fencecall.tools import Toolchain
+from fencecall.message import Status
+from fencecall.providers import NativeCall, ScriptedProvider, ScriptedReply
+from fencecall.tools import Block, Toolchain
+from fencecall.tools.events import (
+    MESSAGE_POST_PROCESS,
+    MESSAGE_PRE_PROCESS,
+    MessagePostProcess,
+    MessagePreProcess,
+)
 
-from ..fakeserver import FakeModelServer, Reply
+F = "```"
+
+
+def make_session(workspace: Path, fmt: str) -> Session:
+    return Session(Toolchain.build(["shell", "save"]), workspace=workspace, confirm=auto_yes,
+                   fmt=fmt)
 
 
 @pytest.fixture
 def session(workspace: Path) -> Iterator[Session]:
-    with Session(Toolchain.build(["shell", "save"]), workspace=workspace, confirm=auto_yes,
-                 fmt=ToolFormat.TOOL) as session:
+    with make_session(workspace, "tool") as session:
         yield session
 
 
-def agent_for(server: FakeModelServer, session: Session, tmp_path: Path,
+def agent_for(provider: ScriptedProvider, session: Session, tmp_path: Path,
               on_event: EventSink | None = None) -> Agent:
-    provider = OpenAIProvider(api_key=None, base_url=server.openai_url)
     return Agent(provider, "m", session, Conversation.create(tmp_path, "loop"),
                  on_event=on_event)
 
@@ -42,26 +53,84 @@ def test_ctrl_c_while_streaming_keeps_the_partial_reply(session: Session,
             if len(seen) == 3:
                 raise KeyboardInterrupt
 
-    with FakeModelServer([Reply("A long answer that the user interrupts midway. " * 20,
-                                chunk_size=5, delay=0.005)]) as server:
-        agent = agent_for(server, session, tmp_path, sink)
-        agent.send("talk")
+    provider = ScriptedProvider([ScriptedReply("A long answer, interrupted. " * 20,
+                                               chunk_size=5)])
+    agent = agent_for(provider, session, tmp_path, sink)
+    agent.send("talk")
     reply = agent.conversation.messages[-1]
     assert reply.role == "assistant"
     assert reply.content == "".join(seen) + "\n[interrupted by the user]"
-    assert len(server.requests) == 1
+    assert provider.delivered == [3]
 
 
 def test_malformed_and_unknown_native_calls_are_answered(session: Session,
                                                          tmp_path: Path) -> None:
-    calls: list[dict[str, Any]] = [{"id": "c1", "name": "shell", "arguments": "not json"},
-             {"id": "c2", "name": "teleport", "arguments": {"to": "mars"}}]
-    with FakeModelServer([Reply("", tool_calls=calls), Reply("Sorry.")]) as server:
-        agent = agent_for(server, session, tmp_path)
-        agent.send("go")
+    calls = (NativeCall("c1", "shell", "not json"),
+             NativeCall("c2", "teleport", '{"to": "mars"}'))
+    provider = ScriptedProvider([ScriptedReply(calls=calls), "Sorry."])
+    agent = agent_for(provider, session, tmp_path)
+    agent.send("go")
     results = [m for m in agent.conversation.messages if m.role == "system"]
     assert [m.call_id for m in results] == ["c1", "c2"]
     assert "unknown argument(s) 'arguments (not a JSON object)'" in results[0].content
     assert results[1].content.startswith("Unknown tool 'teleport'")
-    tool_messages = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
-    assert [m["tool_call_id"] for m in tool_messages] == ["c1", "c2"]
+    [first, second] = provider.requests
+    assert [t["name"] for t in first.tools] == ["save", "shell"]
+    assert [m.call_id for m in second.messages if m.role == "system"] == ["c1", "c2"]
+
+
+def test_message_hooks_fire_in_a_chat(workspace: Path, tmp_path: Path) -> None:
+    pre: list[str] = []
+    post: list[tuple[str, int]] = []
+
+    def before(data: MessagePreProcess) -> None:
+        pre.append(data.message.content)
+
+    def after(data: MessagePostProcess) -> str:
+        post.append((data.message.content, len(data.results)))
+        return "post-hook note"
+
+    with make_session(workspace, "markdown") as session:
+        session.hooks.add(MESSAGE_PRE_PROCESS, before)
+        session.hooks.add(MESSAGE_POST_PROCESS, after)
+        provider = ScriptedProvider([f"Saving.\n{F}save a.txt\nhi\n{F}\n", "Done."])
+        agent = agent_for(provider, session, tmp_path)
+        agent.send("save a file")
+    call_reply = f"Saving.\n{F}save a.txt\nhi\n{F}"
+    assert pre == [call_reply, "Done."]
+    assert post == [(call_reply, 1), ("Done.", 0)]
+    assert (workspace / "a.txt").read_text() == "hi\n"
+    contents = [m.content for m in agent.conversation.messages]
+    assert contents[-3:] == ["post-hook note", "Done.", "post-hook note"]
+
+
+def test_a_blocking_message_hook_stops_the_calls_and_the_model_hears_why(
+        workspace: Path, tmp_path: Path) -> None:
+    with make_session(workspace, "markdown") as session:
+        session.hooks.add(MESSAGE_PRE_PROCESS, _block_saves)
+        provider = ScriptedProvider([f"{F}save a.txt\nhi\n{F}\n", "Understood."])
+        agent = agent_for(provider, session, tmp_path)
+        agent.send("save")
+    assert not (workspace / "a.txt").exists()
+    blocked = [m for m in agent.conversation.messages if m.status is Status.BLOCKED]
+    assert [m.content for m in blocked] == ["The message's tool calls were not run: no saves"]
+    assert "no saves" in provider.requests[1].messages[-1].content
+
+
+def _block_saves(data: MessagePreProcess) -> Block | None:
+    return Block("no saves") if "save" in data.message.content else None
+
+
+def test_stream_stops_at_the_first_complete_call(workspace: Path, tmp_path: Path) -> None:
+    done: list[ReplyDone] = []
+    text = f"{F}shell\necho one\n{F}\n{F}shell\necho two\n{F}\nand I made up the result\n"
+    with make_session(workspace, "markdown") as session:
+        provider = ScriptedProvider([ScriptedReply(text, chunk_size=4), "ok"])
+        agent = agent_for(provider, session, tmp_path,
+                          lambda e: done.append(e) if isinstance(e, ReplyDone) else None)
+        agent.send("go")
+    assert done[0].stopped_early
+    assert done[0].message.content == f"{F}shell\necho one\n{F}"
+    assert provider.delivered[0] < len(text) // 4
+    [result] = [m for m in agent.conversation.messages if m.role == "system"]
+    assert "one" in result.content and "two" not in result.content

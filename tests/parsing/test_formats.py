@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fencecall import ToolCall, ToolFormat, parse_calls
+from fencecall import ToolCall, parse_calls
 
 F = "```"
 
@@ -11,7 +11,7 @@ def test_markdown_calls_take_name_from_first_word() -> None:
     [call] = parse_calls(f"{F}save my file.txt\nhello\n{F}\n")
     assert (call.name, call.argline, call.args, call.content) == (
         "save", "my file.txt", ("my", "file.txt"), "hello")
-    assert call.format is ToolFormat.MARKDOWN
+    assert call.format == "markdown"
 
 
 def test_bare_blocks_are_not_calls() -> None:
@@ -28,7 +28,7 @@ def test_xml_tool_use_with_args_and_angle_brackets_in_code() -> None:
     assert call.argline == "page.html"
     assert call.content == "<html><body>if a < b && c > d</body></html>"
     assert call.start == text.index("<save")
-    assert call.format is ToolFormat.XML
+    assert call.format == "xml"
 
 
 def test_xml_child_ends_at_its_last_closing_tag() -> None:
@@ -101,7 +101,7 @@ def test_tool_format_json_with_braces_in_strings() -> None:
     text = 'Running it.\n@shell(call_1): {"command": "echo \\"}\\" {"}\nok'
     [call] = parse_calls(text, "tool")
     assert call == ToolCall("shell", kwargs={"command": 'echo "}" {'}, call_id="call_1",
-                            start=text.index("@"), format=ToolFormat.TOOL)
+                            start=text.index("@"), format="tool")
 
 
 def test_tool_format_pretty_printed_json_and_several_calls() -> None:
@@ -117,7 +117,7 @@ def test_tool_format_ignores_calls_in_code_blocks_and_mid_line() -> None:
         'write to me@shell(y): {"command": "no"}\n'
         '@shell(z): {"command": "ls"}\n'
     )
-    assert [c.call_id for c in parse_calls(text, "tool") if c.format is ToolFormat.TOOL] == ["z"]
+    assert [c.call_id for c in parse_calls(text, "tool") if c.format == "tool"] == ["z"]
 
 
 def test_tool_format_also_reads_markdown_in_order() -> None:
@@ -141,4 +141,4 @@ def test_tool_call_without_id() -> None:
 def test_format_accepts_strings_and_is_per_call() -> None:
     text = f"{F}shell\nls\n{F}\n<tool-use><shell>pwd</shell></tool-use>"
     assert [c.content for c in parse_calls(text, "markdown")] == ["ls"]
-    assert [c.content for c in parse_calls(text, ToolFormat.XML)] == ["pwd"]
+    assert [c.content for c in parse_calls(text, "xml")] == ["pwd"]

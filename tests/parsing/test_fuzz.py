@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fencecall import StreamParser, ToolFormat, parse_calls, parse_codeblocks
+from fencecall import StreamParser, parse_calls, parse_codeblocks
+from fencecall.parsing import FORMATS
 
 
 @pytest.fixture(autouse=True)
@@ -27,8 +28,8 @@ def hang_guard() -> Iterator[None]:
 
 
 @settings(max_examples=300)
-@given(st.text(), st.sampled_from(list(ToolFormat)))
-def test_arbitrary_text_never_raises(text: str, fmt: ToolFormat) -> None:
+@given(st.text(), st.sampled_from(list(FORMATS)))
+def test_arbitrary_text_never_raises(text: str, fmt: str) -> None:
     parse_calls(text, fmt)
     parse_calls(text, fmt, streaming=True)
 
@@ -37,7 +38,7 @@ def test_arbitrary_text_never_raises(text: str, fmt: ToolFormat) -> None:
 @given(st.binary(max_size=2000))
 def test_binary_decoded_text_never_raises(data: bytes) -> None:
     text = data.decode("utf-8", errors="replace")
-    for fmt in ToolFormat:
+    for fmt in FORMATS:
         parse_calls(text, fmt)
 
 
@@ -61,9 +62,9 @@ HOSTILE = {
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_inputs_finish(name: str) -> None:
     text = HOSTILE[name]
-    for fmt in ToolFormat:
+    for fmt in FORMATS:
         parse_calls(text, fmt)
-    parser = StreamParser(ToolFormat.TOOL)
+    parser = StreamParser("tool")
     for i in range(0, min(len(text), 200_000), 997):
         parser.feed(text[i : i + 997])
     parser.finish()

@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.execution import (
-    FILE_POST_SAVE,
-    FILE_PRE_SAVE,
-    Block,
-    ConfirmRequest,
-    FileSave,
-    Session,
-)
-from fencecall.tools import Toolchain
+from fencecall.execution import Session
+from fencecall.tools import Block, ConfirmRequest, Toolchain
+from fencecall.tools.events import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
 from fencecall.tools.runtime import files
 
 from .conftest import Run

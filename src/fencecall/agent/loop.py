@@ -12,11 +12,10 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..execution import Session, ToolUse
-from ..message import Message, system
-from ..parsing import StreamParser, ToolCall, ToolFormat
+from ..execution import Session, resolve
+from ..message import Message, Status, system
+from ..parsing import StreamParser, ToolCall
 from ..providers import ChatRequest, NativeCall, Provider, TextDelta
-from ..tools import Toolchain
 from .conversation import Conversation
 from .prompt import system_prompt
 
@@ -72,37 +71,30 @@ class Agent:
     def resume(self) -> None:
         """Continue from the current state (after a resume, or after tool results)."""
         for _ in range(self.max_steps):
-            reply, uses = self._generate()
+            reply, calls = self._generate()
             self.conversation.append(reply)
-            if not uses:
-                return
-            for use in uses:
-                if self._run(use):
-                    return
-        self._emit(StepLimit(self.max_steps))
-        self.conversation.append(system(
-            f"Stopped after {self.max_steps} steps (the step limit).", status="step-limit"))
-
-    def _run(self, use: ToolUse) -> bool:
-        """Execute one call; True if it was interrupted (the loop then stops)."""
-        interrupted = False
-        with self.session.active():
-            for result in use.execute(self.session):
+            interrupted = False
+            for result in self.session.execute_calls(reply, calls):
                 self.conversation.append(result)
                 self._emit(ToolResult(result))
-                interrupted = interrupted or result.metadata.get("status") == "interrupted"
-        return interrupted
+                interrupted = interrupted or result.status is Status.INTERRUPTED
+            if not calls or interrupted:
+                return
+        self._emit(StepLimit(self.max_steps))
+        self.conversation.append(system(
+            f"Stopped after {self.max_steps} steps (the step limit).", Status.STEP_LIMIT))
 
     def _request(self) -> ChatRequest:
-        native = self.session.format is ToolFormat.TOOL
-        tools = tuple(s for s in self.session.toolchain.tools if s.is_runnable) if native else ()
+        fmt = self.session.format
+        tools = tuple(spec.function_schema(fmt) for spec in self.session.toolchain.tools
+                      if spec.is_runnable) if fmt.native else ()
         return ChatRequest(self.model, self._system, tuple(self.conversation.messages), tools)
 
-    def _generate(self) -> tuple[Message, list[ToolUse]]:
+    def _generate(self) -> tuple[Message, list[ToolCall]]:
+        """Stream one reply; stop it at its first complete runnable call."""
         parser = StreamParser(self.session.format)
-        toolchain = self.session.toolchain
         text: list[str] = []
-        uses: list[ToolUse] = []
+        calls: list[ToolCall] = []
         native: list[NativeCall] = []
         stream = self.provider.stream(self._request())
         stopped_early = False
@@ -111,8 +103,8 @@ class Agent:
                 if isinstance(event, TextDelta):
                     text.append(event.text)
                     self._emit(ReplyText(event.text))
-                    uses = self._runnable(parser.feed(event.text))
-                    if uses:
+                    calls = self._first_runnable(parser.feed(event.text))
+                    if calls:
                         stopped_early = True
                         break
                 elif isinstance(event, NativeCall):
@@ -123,38 +115,31 @@ class Agent:
         finally:
             stream.close()
         if not stopped_early:
-            uses = self._runnable(parser.finish())
+            calls = self._first_runnable(parser.finish())
         reply = "".join(text)
-        if uses and stopped_early:
+        if calls and stopped_early:
             reply = reply[: reply.rfind("\n") + 1].rstrip("\n")  # up to the call's last line
-        calls = [_native_use(call, toolchain) for call in native]
-        metadata = {"tool_calls": [{"id": u.call_id, "name": u.tool, "arguments":
-                                    dict(u.kwargs)} for u in calls]} if calls else {}
+        native_calls = [self._native_call(call) for call in native]
+        metadata = {"tool_calls": [{"id": c.call_id, "name": c.name, "arguments":
+                                    dict(c.kwargs)} for c in native_calls]} if native else {}
         message = Message("assistant", reply, metadata=metadata)
         self._emit(ReplyDone(message, stopped_early))
-        return message, uses + calls
+        return message, calls + native_calls
 
-    def _runnable(self, calls: list[ToolCall]) -> list[ToolUse]:
+    def _first_runnable(self, calls: list[ToolCall]) -> list[ToolCall]:
         toolchain = self.session.toolchain
-        uses = []
-        for call in calls:
-            use = ToolUse.from_call(call, toolchain)
-            spec = toolchain.get(use.tool) if use else None
-            if use is not None and (spec is None or spec.is_runnable):
-                uses.append(use)
-        return uses[:1]
+        return [call for call in calls if resolve(call, toolchain) is not None][:1]
 
-
-def _native_use(call: NativeCall, toolchain: Toolchain) -> ToolUse:
-    """A native call as a ToolUse; arguments that are not a JSON object reach the tool as one
-    odd argument, so the model is told its call was malformed."""
-    try:
-        arguments = json.loads(call.arguments)
-    except json.JSONDecodeError:
-        arguments = None
-    if not isinstance(arguments, dict):
-        arguments = {"arguments (not a JSON object)": call.arguments}
-    spec = toolchain.get(call.name)
-    name = spec.name if spec else call.name
-    return ToolUse(name, ToolCall(name, kwargs=arguments, call_id=call.call_id,
-                                  format=ToolFormat.TOOL))
+    def _native_call(self, call: NativeCall) -> ToolCall:
+        """A native call as a ToolCall named as the toolchain names it; arguments that are not
+        a JSON object reach the tool as one odd argument, so the model is told its call was
+        malformed."""
+        try:
+            arguments = json.loads(call.arguments)
+        except json.JSONDecodeError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            arguments = {"arguments (not a JSON object)": call.arguments}
+        spec = self.session.toolchain.get(call.name)
+        return ToolCall(spec.name if spec else call.name, kwargs=arguments,
+                        call_id=call.call_id, format=self.session.format.name)

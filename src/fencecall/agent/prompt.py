@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from ..execution import Session
-from ..parsing import ToolFormat
 
 BASE = (
     "You are fencecall, an assistant that gets things done by using tools on the user's "
     "machine. Work step by step: use one tool, read its result, then decide the next step. "
     "When the task is done, answer without a tool call."
 )
+NATIVE = "Call tools with function calling. Use one tool at a time."
 
 
 def system_prompt(session: Session) -> str:
     parts = [BASE, f"The workspace is {session.workspace}."]
-    if session.format is ToolFormat.TOOL:
-        parts.append("Call tools with function calling. Use one tool at a time.")
+    if session.format.native:
+        parts.append(NATIVE)
     else:
         parts.append(session.toolchain.instructions(session.format))
     return "\n\n".join(parts)

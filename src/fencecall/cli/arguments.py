@@ -10,14 +10,13 @@ import argparse
 from pathlib import Path
 
 from .. import __version__
-from ..parsing.model import ToolFormat
+from ..parsing import FORMATS, MARKDOWN
 
 COMMANDS = ("parse", "run", "chat", "list")
-FORMATS = [f.value for f in ToolFormat]
 
 
 def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | None) -> None:
-    parser.add_argument("--format", "-f", choices=FORMATS, default=default_format,
+    parser.add_argument("--format", "-f", choices=list(FORMATS), default=default_format,
                         help="how tool calls are written (default: markdown)")
     parser.add_argument("--tools", "-t", metavar="LIST",
                         help="comma-separated allowlist: names, globs (mcp.*), hint:TAG, "
@@ -43,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         "parse", help="list the tool calls found in a saved model reply",
         description="List the tool calls found in FILE (a saved model reply; - for stdin).")
     parse.add_argument("file", metavar="FILE")
-    parse.add_argument("--format", "-f", choices=FORMATS, default=ToolFormat.MARKDOWN.value,
+    parse.add_argument("--format", "-f", choices=list(FORMATS), default=MARKDOWN.name,
                        help="how the calls are written")
     parse.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parse.set_defaults(handler="fencecall.cli.parse_cmd:run")
@@ -54,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "print their results. Exits 1 if any call failed, was blocked or declined.")
     run.add_argument("reply", metavar="REPLY")
     run.add_argument("--json", action="store_true", help="print the results as JSON")
-    _add_tool_options(run, ToolFormat.MARKDOWN.value)
+    _add_tool_options(run, MARKDOWN.name)
     run.set_defaults(handler="fencecall.cli.run_cmd:run")
 
     chat = commands.add_parser(

@@ -14,7 +14,6 @@ from rich.console import Console
 from ..agent import Agent, Conversation
 from ..config import Config, ConfigError, load_config
 from ..execution import Session
-from ..parsing import ToolFormat
 from ..providers import ProviderError, get_provider
 from .confirm import choose_confirm
 from .display import Display
@@ -51,7 +50,7 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
     toolchain = toolchain_of(args, workspace, config.tools)
     session = Session(toolchain, workspace=workspace,
                       confirm=choose_confirm(console, yes=args.yes),
-                      fmt=ToolFormat(args.format or config.format), extra_roots=args.root,
+                      fmt=args.format or config.format, extra_roots=args.root,
                       hidden_env=config.secret_env_names())
     return Agent(provider, model, session, _conversation(args, config),
                  max_steps=args.max_steps or config.max_steps, on_event=display)

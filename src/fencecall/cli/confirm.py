@@ -8,14 +8,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.syntax import Syntax
 
-from ..execution.confirm import ConfirmFunc, ConfirmRequest, auto_no, auto_yes
+from ..execution import auto_no, auto_yes
+from ..tools import ConfirmFunc, ConfirmRequest
 
 
 def terminal_confirm(console: Console) -> ConfirmFunc:
     """Show the call (and its preview, a diff for file edits) and ask y/N."""
 
     def confirm(request: ConfirmRequest) -> bool:
-        name = request.invocation.spec.name
+        name = request.tool
         if request.preview:
             lexer = "diff" if request.preview.startswith(("---", "@@")) else (
                 "bash" if name == "shell" else "python" if name == "ipython" else "text")

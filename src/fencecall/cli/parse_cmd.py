@@ -23,7 +23,7 @@ def call_to_json(call: ToolCall, text: str) -> dict[str, Any]:
         "content": call.content,
         "kwargs": dict(call.kwargs),
         "call_id": call.call_id,
-        "format": call.format.value,
+        "format": call.format,
         "start": call.start,
         "line": _line_of(text, call.start),
     }

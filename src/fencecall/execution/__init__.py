@@ -1,57 +1,15 @@
-"""Execution: hooks, confirmation, sessions and the pipeline that runs a call."""
+"""Execution: the session and the one pipeline every tool call goes through."""
 
-from .confirm import ConfirmFunc, ConfirmRequest, auto_no, auto_yes
-from .hooks import (
-    FILE_POST_SAVE,
-    FILE_PRE_SAVE,
-    MESSAGE_POST_PROCESS,
-    MESSAGE_PRE_PROCESS,
-    SESSION_END,
-    SESSION_START,
-    TOOL_POST_EXECUTE,
-    TOOL_PRE_EXECUTE,
-    Block,
-    FileSave,
-    Hook,
-    HookPoint,
-    HookRegistry,
-    MessagePostProcess,
-    MessagePreProcess,
-    SessionEvent,
-    ToolPostExecute,
-    ToolPreExecute,
-)
-from .session import Session, current_session
-from .tooluse import ToolInvocation, ToolUse, current_invocation, execute_msg, render_call
+from .confirm import auto_no, auto_yes
+from .pipeline import Runner, ToolUse, execute_calls, resolve
+from .session import Session
 
 __all__ = [
-    "FILE_POST_SAVE",
-    "FILE_PRE_SAVE",
-    "MESSAGE_POST_PROCESS",
-    "MESSAGE_PRE_PROCESS",
-    "SESSION_END",
-    "SESSION_START",
-    "TOOL_POST_EXECUTE",
-    "TOOL_PRE_EXECUTE",
-    "Block",
-    "ConfirmFunc",
-    "ConfirmRequest",
-    "FileSave",
-    "Hook",
-    "HookPoint",
-    "HookRegistry",
-    "MessagePostProcess",
-    "MessagePreProcess",
+    "Runner",
     "Session",
-    "SessionEvent",
-    "ToolInvocation",
-    "ToolPostExecute",
-    "ToolPreExecute",
     "ToolUse",
     "auto_no",
     "auto_yes",
-    "current_invocation",
-    "current_session",
-    "execute_msg",
-    "render_call",
+    "execute_calls",
+    "resolve",
 ]

@@ -1,4 +1,4 @@
-"""Confirmation: asking the user before a tool changes something.
+"""Confirmation policies for calls that need the user's yes.
 
 The session holds a confirm function; tools declare whether a call needs it. The CLI installs
 an interactive prompt, ``-y`` installs :func:`auto_yes`, and without a terminal the default
@@ -7,24 +7,7 @@ is :func:`auto_no`, so nothing that changes files or runs commands happens unatt
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .tooluse import ToolInvocation
-
-
-@dataclass(frozen=True, slots=True)
-class ConfirmRequest:
-    """What the user is asked: which call, a one-line question, and a preview (a diff…)."""
-
-    invocation: ToolInvocation
-    question: str
-    preview: str | None = None
-
-
-ConfirmFunc = Callable[[ConfirmRequest], bool]
+from ..tools.context import ConfirmRequest
 
 
 def auto_yes(request: ConfirmRequest) -> bool:

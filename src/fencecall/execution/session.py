@@ -2,34 +2,26 @@
 
 It owns what must not leak between conversations in one process: the loaded tools, the hooks,
 the confirmation policy, the workspace roots, and per-conversation resources such as the
-persistent shell. The session in use is also reachable through a ContextVar, so code deep in
-a tool can find it without global state.
+persistent shell. It satisfies :class:`~fencecall.tools.ToolContext`, the narrow view tools
+get of it.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from ..message import Message
-from ..parsing import ToolFormat
-from .confirm import ConfirmFunc, auto_no
-from .hooks import SESSION_END, SESSION_START, HookRegistry, SessionEvent
-
-if TYPE_CHECKING:
-    from ..tools.registry import Toolchain
+from ..parsing import MARKDOWN, CallFormat, FormatLike, ToolCall, get_format, parse_calls
+from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, Toolchain
+from ..tools.events import SESSION_END, SESSION_START, SessionEvent
+from .confirm import auto_no
+from .pipeline import execute_calls
 
 R = TypeVar("R")
-_current: ContextVar[Session | None] = ContextVar("fencecall_session", default=None)
-
-
-def current_session() -> Session | None:
-    return _current.get()
 
 
 class Session:
@@ -41,28 +33,48 @@ class Session:
     """
 
     def __init__(self, toolchain: Toolchain, *, workspace: Path | str | None = None,
-                 confirm: ConfirmFunc = auto_no, fmt: ToolFormat | str = ToolFormat.MARKDOWN,
+                 confirm: ConfirmFunc = auto_no, fmt: FormatLike = MARKDOWN,
                  extra_roots: Sequence[Path | str] = (), hooks: HookRegistry | None = None,
                  hidden_env: Iterable[str] = ()):
         self.toolchain = toolchain
-        self.workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
-        self.roots = (self.workspace, *(Path(r).resolve() for r in extra_roots))
-        self.confirm = confirm
-        self.format = ToolFormat(fmt)
-        self.hooks = hooks or HookRegistry()
+        self._workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
+        self._roots = (self._workspace, *(Path(r).resolve() for r in extra_roots))
+        self._confirm = confirm
+        self.format: CallFormat = get_format(fmt)
+        self._hooks = hooks or HookRegistry()
         self.hidden_env = frozenset(hidden_env)
         self._resources: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
         for spec in toolchain.tools:
             for hook in spec.hooks:
-                self.hooks.register(hook)
-        self.hooks.run(SESSION_START, SessionEvent(self))
+                self._hooks.register(hook)
+        self._hooks.run(SESSION_START, SessionEvent(self))
+
+    # -- the ToolContext protocol ------------------------------------------------------
+
+    @property
+    def workspace(self) -> Path:
+        return self._workspace
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        return self._roots
+
+    @property
+    def hooks(self) -> HookRegistry:
+        return self._hooks
+
+    def confirm(self, request: ConfirmRequest) -> bool:
+        return self._confirm(request)
 
     def tool_env(self) -> dict[str, str]:
         """The environment for processes tools start: ours, minus secrets such as API keys,
         so a model cannot read them back through a shell."""
         return {k: v for k, v in os.environ.items() if k not in self.hidden_env}
+
+    def functions(self) -> Mapping[str, Callable[..., Any]]:
+        return self.toolchain.functions()
 
     def resource(self, key: str, factory: Callable[[], R]) -> R:
         """The session's resource ``key``, created by ``factory`` on first use."""
@@ -74,23 +86,17 @@ class Session:
             value: R = self._resources[key]
             return value
 
-    @contextmanager
-    def active(self) -> Iterator[Session]:
-        """Make this the current session in this context."""
-        token = _current.set(self)
-        try:
-            yield self
-        finally:
-            _current.reset(token)
+    # -- running calls -------------------------------------------------------------------
 
     def execute(self, message: Message | str) -> Iterator[Message]:
-        """Run the tool calls in a model message (see :func:`execute_msg`)."""
-        from .tooluse import execute_msg
-
+        """Run the tool calls in a model message, written in the session's format."""
         if isinstance(message, str):
             message = Message("assistant", message)
-        with self.active():
-            yield from execute_msg(message, self)
+        yield from execute_calls(self, message, parse_calls(message.content, self.format))
+
+    def execute_calls(self, message: Message, calls: Iterable[ToolCall]) -> Iterator[Message]:
+        """Run calls already parsed from ``message`` (streamed or native ones)."""
+        yield from execute_calls(self, message, calls)
 
     def run_command(self, line: str) -> str | None:
         """Run a tool's slash command (``/name args``); None if no tool has it."""
@@ -98,8 +104,7 @@ class Session:
         for spec in self.toolchain.tools:
             for command in spec.commands:
                 if command.name == name:
-                    with self.active():
-                        return command.run(self, rest.strip()) or ""
+                    return command.run(self, rest.strip()) or ""
         return None
 
     def close(self) -> None:
@@ -110,7 +115,7 @@ class Session:
             self._closed = True
             resources = list(self._resources.values())
             self._resources.clear()
-        self.hooks.run(SESSION_END, SessionEvent(self))
+        self._hooks.run(SESSION_END, SessionEvent(self))
         for value in resources:
             _close(value)
 

@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-from .model import Codeblock, ToolCall, ToolFormat
-from .scanner import Found, Scanner
-
-
-def _blocks_as(fmt: ToolFormat) -> Literal["call", "none"]:
-    return "none" if fmt is ToolFormat.XML else "call"
-
-
-def _calls(found: list[Found]) -> list[ToolCall]:
-    return [item for item in found if isinstance(item, ToolCall)]
+from .formats import MARKDOWN, FormatLike, get_format
+from .model import Codeblock, ToolCall
+from .scanner import Scanner
 
 
 def parse_codeblocks(text: str, *, streaming: bool = False) -> list[Codeblock]:
@@ -22,26 +13,30 @@ def parse_codeblocks(text: str, *, streaming: bool = False) -> list[Codeblock]:
     With ``streaming=True`` the text is taken as a prefix of a reply still being written: a
     block is returned only once the line after its closing fence has begun.
     """
-    scanner = Scanner(ToolFormat.MARKDOWN)
+    scanner = Scanner()
     found = scanner.feed(text)
     if not streaming:
         found += scanner.finish()
     return [item for item in found if isinstance(item, Codeblock)]
 
 
-def parse_calls(text: str, fmt: ToolFormat | str = ToolFormat.MARKDOWN, *,
+def parse_calls(text: str, fmt: FormatLike = MARKDOWN, *,
                 streaming: bool = False) -> list[ToolCall]:
     """Candidate tool calls in ``text`` written in ``fmt``, in order of position.
 
     For markdown every block with a langtag is a candidate (its first word the name); which
     names are tools is the registry's business. The ``tool`` format also reads markdown blocks.
     """
-    fmt = ToolFormat(fmt)
-    scanner = Scanner(fmt, blocks=_blocks_as(fmt))
-    found = scanner.feed(text)
+    scanner = get_format(fmt).scanner()
+    calls = scanner.feed(text)
     if not streaming:
-        found += scanner.finish()
-    return _calls(found)
+        calls += scanner.finish()
+    return calls
+
+
+def render(call: ToolCall, fmt: FormatLike) -> str:
+    """``call`` written in ``fmt``; :class:`UnrepresentableCall` when it cannot be."""
+    return get_format(fmt).render(call)
 
 
 class StreamParser:
@@ -52,14 +47,14 @@ class StreamParser:
     plus ``finish`` equal ``parse_calls`` on the whole text.
     """
 
-    def __init__(self, fmt: ToolFormat | str = ToolFormat.MARKDOWN):
-        self.format = ToolFormat(fmt)
-        self._scanner = Scanner(self.format, blocks=_blocks_as(self.format))
+    def __init__(self, fmt: FormatLike = MARKDOWN):
+        self.format = get_format(fmt)
+        self._scanner = self.format.scanner()
 
     def feed(self, chunk: str) -> list[ToolCall]:
         """Add a chunk; return the calls it completed."""
-        return _calls(self._scanner.feed(chunk))
+        return self._scanner.feed(chunk)
 
     def finish(self) -> list[ToolCall]:
         """End the stream; return the calls completed by its end."""
-        return _calls(self._scanner.finish())
+        return self._scanner.finish()

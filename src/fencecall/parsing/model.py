@@ -4,23 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-
-class ToolFormat(StrEnum):
-    """How a model writes its tool calls.
-
-    The format is always chosen per call (an argument), never through global state, so two
-    conversations in one process can use different formats at the same time.
-    """
-
-    MARKDOWN = "markdown"
-    """Fenced code blocks: the langtag's first word names the tool (```` ```shell ````)."""
-    XML = "xml"
-    """``<tool-use><shell>…</shell></tool-use>`` or ``<function_calls><invoke …>``."""
-    TOOL = "tool"
-    """Native function calling plus the ``@name(call_id): {json}`` text form and markdown blocks."""
+FENCED = "markdown"
+"""The format name of calls written as fenced code blocks, whichever format found them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +39,8 @@ class ToolCall:
 
     ``argline`` is everything after the tool name on a markdown langtag (``save a b.txt`` →
     ``"a b.txt"``), kept unsplit because path arguments may hold spaces; ``args`` splits it.
-    ``kwargs`` holds named arguments (``tool`` format JSON or XML parameters).
+    ``kwargs`` holds named arguments (``tool`` format JSON or XML parameters). ``format`` is
+    the name of the syntax the call was written in.
     """
 
     name: str
@@ -61,7 +49,12 @@ class ToolCall:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     call_id: str | None = None
     start: int = 0
-    format: ToolFormat = ToolFormat.MARKDOWN
+    format: str = FENCED
+
+    @property
+    def is_codeblock(self) -> bool:
+        """A fenced block: its langtag may name a tool, or it may be plain code."""
+        return self.format == FENCED
 
     @property
     def args(self) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ from enum import Enum, auto
 from typing import Literal, NamedTuple
 
 from .jsonscan import JsonEndScanner
-from .model import Codeblock, ToolCall, ToolFormat
+from .model import FENCED, Codeblock, ToolCall
 from .xmlcalls import (
     CDATA_CLOSE,
     CDATA_OPEN,
@@ -44,11 +44,7 @@ from .xmlcalls import (
 )
 
 _CALL_AT = re.compile(rf"@(?P<name>{NAME})\((?P<id>[^()\s]*)\):[ \t]*(?=\{{)")
-_NEEDLES = {
-    ToolFormat.MARKDOWN: ("```", "<think"),
-    ToolFormat.XML: ("```", "<think", "<tool-use>", "<function_calls>"),
-    ToolFormat.TOOL: ("```", "<think", "@"),
-}
+_XML_OPENERS = ("<tool-use>", "<function_calls>")
 # A langtag whose first word is a document language, or whose last word is a document path.
 _DOCUMENT_LANGTAG = re.compile(r"(?i)^(?:markdown|md|mdx|rst)(?:\s|$)|\.(?:md|markdown|mdx|rst)$")
 
@@ -174,12 +170,17 @@ class Scanner:
     ``feed`` returns what became certain with that chunk; ``finish`` returns the rest once the
     text is complete. ``blocks`` says how code blocks are reported: as :class:`Codeblock`,
     as :class:`ToolCall` (blocks with a langtag, named by its first word), or not at all (the
-    ``xml`` format tracks them only to ignore calls written inside them).
+    ``xml`` format tracks them only to ignore calls written inside them). ``xml`` and
+    ``at_calls`` switch on the other two syntaxes; their value is the format name stamped on
+    the calls found in them.
     """
 
-    def __init__(self, fmt: ToolFormat = ToolFormat.MARKDOWN, *,
-                 blocks: Literal["codeblock", "call", "none"] = "codeblock"):
-        self._needles = _NEEDLES[fmt]
+    def __init__(self, *, blocks: Literal["codeblock", "call", "none"] = "codeblock",
+                 xml: str | None = None, at_calls: str | None = None):
+        self._needles = ("```", "<think", *(_XML_OPENERS if xml else ()),
+                         *(("@",) if at_calls else ()))
+        self._xml_format = xml or ""
+        self._at_format = at_calls or ""
         self._blocks = blocks
         self._mode = _Mode.OUTSIDE
         self._fence: _Fence | None = None
@@ -373,7 +374,7 @@ class Scanner:
         elif self._blocks == "call" and fence.lang:
             words = fence.lang.split(None, 1)
             out.append(ToolCall(words[0], words[1] if len(words) == 2 else "", content,
-                                start=fence.start))
+                                start=fence.start, format=FENCED))
 
     def _scan_xml(self, region: str, pos: int, base: int, out: list[Found]) -> int:
         xml = self._xml
@@ -404,7 +405,7 @@ class Scanner:
             if skip:
                 body, offset = body[skip:], offset + skip
             parse = iter_tool_use if xml.closing == "</tool-use>" else iter_function_calls
-            out.extend(parse(body, offset))
+            out.extend(parse(body, offset, self._xml_format))
             self._xml = None
             self._mode = _Mode.OUTSIDE
             return hit + len(xml.closing)
@@ -424,7 +425,7 @@ class Scanner:
                 value = None
             if isinstance(value, dict):
                 out.append(ToolCall(call.name, kwargs=value, call_id=call.call_id,
-                                    start=call.start, format=ToolFormat.TOOL))
+                                    start=call.start, format=self._at_format))
         return index
 
     # -- retained text -------------------------------------------------------------------

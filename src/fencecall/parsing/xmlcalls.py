@@ -12,7 +12,7 @@ import html
 import re
 from collections.abc import Iterator
 
-from .model import ToolCall, ToolFormat
+from .model import ToolCall
 
 NAME = r"[A-Za-z_][\w.\-]*"
 _ATTRS = r"(?P<attrs>(?:\s+[\w.\-:]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)"
@@ -68,8 +68,9 @@ def _attributes(attrs: str) -> dict[str, str]:
     }
 
 
-def iter_tool_use(body: str, offset: int) -> Iterator[ToolCall]:
-    """Calls in the body of ``<tool-use>…</tool-use>``; ``offset`` is the body's position."""
+def iter_tool_use(body: str, offset: int, fmt: str) -> Iterator[ToolCall]:
+    """Calls in the body of ``<tool-use>…</tool-use>``; ``offset`` is the body's position,
+    ``fmt`` the format name the calls carry."""
     pos = 0
     while (m := _CHILD_OPEN.match(body, pos)) is not None:
         name = m.group("name")
@@ -77,7 +78,7 @@ def iter_tool_use(body: str, offset: int) -> Iterator[ToolCall]:
         argline = attributes.pop("args", "").strip()
         start = offset + m.start("name") - 1
         if m.group("selfclose"):
-            yield ToolCall(name, argline, "", attributes, start=start, format=ToolFormat.XML)
+            yield ToolCall(name, argline, "", attributes, start=start, format=fmt)
             pos = m.end()
             continue
         closing = f"</{name}>"
@@ -90,11 +91,11 @@ def iter_tool_use(body: str, offset: int) -> Iterator[ToolCall]:
                 break
             search = end + len(closing)
         content = unwrap_text(body[m.end() : end])
-        yield ToolCall(name, argline, content, attributes, start=start, format=ToolFormat.XML)
+        yield ToolCall(name, argline, content, attributes, start=start, format=fmt)
         pos = end + len(closing)
 
 
-def iter_function_calls(body: str, offset: int) -> Iterator[ToolCall]:
+def iter_function_calls(body: str, offset: int, fmt: str) -> Iterator[ToolCall]:
     """Calls in the body of ``<function_calls>``: ``<invoke name=…><parameter name=…>``."""
     pos = 0
     while (m := _INVOKE_OPEN.match(body, pos)) is not None:
@@ -118,4 +119,4 @@ def iter_function_calls(body: str, offset: int) -> Iterator[ToolCall]:
             return
         pos = close.end()
         if name:
-            yield ToolCall(name, kwargs=params, start=start, format=ToolFormat.XML)
+            yield ToolCall(name, kwargs=params, start=start, format=fmt)

@@ -1,11 +1,18 @@
-"""Model providers: OpenAI-compatible chat completions and Anthropic messages."""
+"""Model providers: one module per wire API, chosen from one table.
+
+Each provider turns a :class:`ChatRequest` into a stream of events and owns its wire format
+(message shapes, tool schemas, error types). :class:`ScriptedProvider` is an in-process test
+double that replays scripted replies, so code built on providers tests without a socket.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
-from ..config import Config, ConfigError
+from ..config import Config, ConfigError, ProviderKind
 from .base import (
     ChatRequest,
     NativeCall,
@@ -15,6 +22,23 @@ from .base import (
     StreamEvent,
     TextDelta,
 )
+from .scripted import ScriptedProvider, ScriptedReply
+
+ProviderFactory = Callable[..., Provider]
+
+PROVIDER_KINDS: Mapping[ProviderKind, str] = MappingProxyType({
+    "openai": "fencecall.providers.openai_provider:OpenAIProvider",
+    "anthropic": "fencecall.providers.anthropic_provider:AnthropicProvider",
+})
+"""Each provider kind's class, as ``module:name``; imported only when used, so the vendor
+SDKs load only for the provider in use."""
+
+
+def provider_class(kind: ProviderKind) -> ProviderFactory:
+    """The class that speaks ``kind``'s wire API."""
+    module, _, name = PROVIDER_KINDS[kind].partition(":")
+    factory: ProviderFactory = getattr(importlib.import_module(module), name)
+    return factory
 
 
 def get_provider(model: str, config: Config,
@@ -31,22 +55,21 @@ def get_provider(model: str, config: Config,
     key = settings.api_key(env)
     if settings.key_required and not key:
         raise ConfigError(f"provider {name!r} needs an API key: set {settings.api_key_env}")
-    if settings.kind == "anthropic":
-        from .anthropic_provider import AnthropicProvider
-
-        return AnthropicProvider(api_key=key, base_url=settings.base_url, name=name), model_name
-    from .openai_provider import OpenAIProvider
-
-    return OpenAIProvider(api_key=key, base_url=settings.base_url, name=name), model_name
+    factory = provider_class(settings.kind)
+    return factory(api_key=key, base_url=settings.base_url, name=name), model_name
 
 
 __all__ = [
+    "PROVIDER_KINDS",
     "ChatRequest",
     "NativeCall",
     "Provider",
     "ProviderError",
+    "ScriptedProvider",
+    "ScriptedReply",
     "StreamEnd",
     "StreamEvent",
     "TextDelta",
     "get_provider",
+    "provider_class",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import Any
 
 import anthropic
@@ -11,14 +11,20 @@ from ..tools.spec import api_name
 from .base import (
     ChatRequest,
     NativeCall,
-    ProviderError,
     StreamEnd,
     StreamEvent,
     TextDelta,
     native_calls,
     tool_result_text,
     turns,
+    vendor_errors,
 )
+
+
+def anthropic_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A messages-API ``tools`` entry from a neutral function schema."""
+    return {"name": schema["name"], "description": schema["description"],
+            "input_schema": schema["parameters"]}
 
 
 def to_anthropic_messages(request: ChatRequest) -> list[dict[str, Any]]:
@@ -60,36 +66,32 @@ class AnthropicProvider:
                                            timeout=timeout, max_retries=2)
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
-        tools: Any = [spec.anthropic_tool() for spec in request.tools] or anthropic.omit
+        tools: Any = [anthropic_tool(schema) for schema in request.tools] or anthropic.omit
         messages: Any = to_anthropic_messages(request)
-        try:
+        blocks: dict[int, dict[str, str]] = {}
+        stop_reason = None
+        with vendor_errors(anthropic.APIError, self.name):
             stream = self._client.messages.create(
                 model=request.model, system=request.system, max_tokens=request.max_tokens,
                 messages=messages, stream=True, tools=tools)
-        except anthropic.APIError as err:
-            raise ProviderError(f"{self.name}: {err}") from err
-        blocks: dict[int, dict[str, str]] = {}
-        stop_reason = None
-        try:
-            for event in stream:
-                if event.type == "content_block_start":
-                    block = event.content_block
-                    if block.type == "tool_use":
-                        blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
-                elif event.type == "content_block_delta":
-                    delta = event.delta
-                    if delta.type == "text_delta":
-                        yield TextDelta(delta.text)
-                    elif delta.type == "input_json_delta" and event.index in blocks:
-                        blocks[event.index]["json"] += delta.partial_json
-                elif event.type == "content_block_stop" and event.index in blocks:
-                    call = blocks.pop(event.index)
-                    yield NativeCall(call["id"], call["name"], call["json"] or "{}")
-                elif event.type == "message_delta":
-                    stop_reason = event.delta.stop_reason or stop_reason
-        except anthropic.APIError as err:
-            raise ProviderError(f"{self.name}: {err}") from err
-        finally:
-            stream.close()
+            try:
+                for event in stream:
+                    if event.type == "content_block_start":
+                        block = event.content_block
+                        if block.type == "tool_use":
+                            blocks[event.index] = {"id": block.id, "name": block.name,
+                                                   "json": ""}
+                    elif event.type == "content_block_delta":
+                        delta = event.delta
+                        if delta.type == "text_delta":
+                            yield TextDelta(delta.text)
+                        elif delta.type == "input_json_delta" and event.index in blocks:
+                            blocks[event.index]["json"] += delta.partial_json
+                    elif event.type == "content_block_stop" and event.index in blocks:
+                        call = blocks.pop(event.index)
+                        yield NativeCall(call["id"], call["name"], call["json"] or "{}")
+                    elif event.type == "message_delta":
+                        stop_reason = event.delta.stop_reason or stop_reason
+            finally:
+                stream.close()
         yield StreamEnd(stop_reason)
-

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from ..message import Message
-from ..tools.spec import ToolSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,17 +38,30 @@ StreamEvent = TextDelta | NativeCall | StreamEnd
 
 @dataclass(frozen=True, slots=True)
 class ChatRequest:
-    """One generation: the conversation so far and, in ``tool`` format, the native tools."""
+    """One generation: the conversation so far and, for native formats, the tools as
+    vendor-neutral function schemas (``name``, ``description``, ``parameters``; see
+    :meth:`~fencecall.tools.ToolSpec.function_schema`), which each provider turns into its
+    own wire schema."""
 
     model: str
     system: str
     messages: tuple[Message, ...]
-    tools: tuple[ToolSpec, ...] = ()
+    tools: tuple[dict[str, Any], ...] = ()
     max_tokens: int = 4096
 
 
 class ProviderError(RuntimeError):
     """The provider failed (connection, authentication, bad request); the message says how."""
+
+
+@contextmanager
+def vendor_errors(errors: type[Exception] | tuple[type[Exception], ...],
+                  provider: str) -> Iterator[None]:
+    """Translate a vendor SDK's errors into :class:`ProviderError`, in one place."""
+    try:
+        yield
+    except errors as err:
+        raise ProviderError(f"{provider}: {err}") from err
 
 
 class Provider(Protocol):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import Any
 
 import openai
@@ -12,14 +12,25 @@ from ..tools.spec import api_name
 from .base import (
     ChatRequest,
     NativeCall,
-    ProviderError,
     StreamEnd,
     StreamEvent,
     TextDelta,
     native_calls,
     tool_result_text,
     turns,
+    vendor_errors,
 )
+
+DESCRIPTION_LIMIT = 1024
+
+
+def openai_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat-completions ``tools`` entry from a neutral function schema."""
+    return {"type": "function", "function": {
+        "name": schema["name"],
+        "description": schema["description"][:DESCRIPTION_LIMIT],
+        "parameters": schema["parameters"],
+    }}
 
 
 def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
@@ -60,38 +71,33 @@ class OpenAIProvider:
                                      timeout=timeout, max_retries=2)
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
-        tools: Any = [spec.openai_tool() for spec in request.tools] or openai.omit
+        tools: Any = [openai_tool(schema) for schema in request.tools] or openai.omit
         messages: Any = to_openai_messages(request)
-        try:
+        pending: dict[int, dict[str, str]] = {}
+        stop_reason = None
+        with vendor_errors(openai.APIError, self.name):
             stream = self._client.chat.completions.create(
                 model=request.model, messages=messages, stream=True,
                 max_tokens=request.max_tokens, tools=tools)
-        except openai.APIError as err:
-            raise ProviderError(f"{self.name}: {err}") from err
-        pending: dict[int, dict[str, str]] = {}
-        stop_reason = None
-        try:
-            for chunk in stream:
-                if not chunk.choices:
-                    continue
-                choice = chunk.choices[0]
-                delta = choice.delta
-                if delta.content:
-                    yield TextDelta(delta.content)
-                for part in delta.tool_calls or ():
-                    slot = pending.setdefault(part.index, {"id": "", "name": "", "args": ""})
-                    if part.id:
-                        slot["id"] = part.id
-                    if part.function is not None:
-                        slot["name"] += part.function.name or ""
-                        slot["args"] += part.function.arguments or ""
-                stop_reason = choice.finish_reason or stop_reason
-        except openai.APIError as err:
-            raise ProviderError(f"{self.name}: {err}") from err
-        finally:
-            stream.close()
+            try:
+                for chunk in stream:
+                    if not chunk.choices:
+                        continue
+                    choice = chunk.choices[0]
+                    delta = choice.delta
+                    if delta.content:
+                        yield TextDelta(delta.content)
+                    for part in delta.tool_calls or ():
+                        slot = pending.setdefault(part.index, {"id": "", "name": "", "args": ""})
+                        if part.id:
+                            slot["id"] = part.id
+                        if part.function is not None:
+                            slot["name"] += part.function.name or ""
+                            slot["args"] += part.function.arguments or ""
+                    stop_reason = choice.finish_reason or stop_reason
+            finally:
+                stream.close()
         for index in sorted(pending):
             slot = pending[index]
             yield NativeCall(slot["id"] or f"call_{index}", slot["name"], slot["args"] or "{}")
         yield StreamEnd(stop_reason)
-

@@ -1,22 +1,38 @@
-"""Tools: their specs, arguments, discovery and selection."""
+"""Tools: their specs, arguments, context, hooks, discovery and selection.
 
+A tool author needs only this package: :class:`ToolSpec` (or :meth:`ToolSpec.from_function`),
+:class:`ToolInvocation` (what ``execute`` receives), :class:`ToolError` (raise it to tell the
+model what went wrong) and the hook points in :mod:`fencecall.tools.events`.
+"""
+
+from ..errors import ToolError
 from .arguments import ArgumentError, Parameter
+from .context import ConfirmFunc, ConfirmRequest, ToolContext
+from .hooks import Block, Hook, HookPoint, HookRegistry
 from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
-from .registry import Toolchain, UnknownToolError, current_toolchain, init_tools
-from .spec import Command, Example, ToolSpec
+from .registry import Toolchain, UnknownToolError
+from .spec import Command, Example, ToolInvocation, ToolSpec, render_call
 
 __all__ = [
     "ArgumentError",
+    "Block",
     "Command",
+    "ConfirmFunc",
+    "ConfirmRequest",
     "Example",
+    "Hook",
+    "HookPoint",
+    "HookRegistry",
     "Parameter",
+    "ToolContext",
+    "ToolError",
+    "ToolInvocation",
     "ToolLoadError",
     "ToolSpec",
     "Toolchain",
     "UnknownToolError",
     "builtin_tools",
-    "current_toolchain",
-    "init_tools",
     "load_from_file",
     "plugin_tools",
+    "render_call",
 ]

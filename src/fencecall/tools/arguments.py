@@ -12,12 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..errors import ToolError
+
 ParamType = Literal["string", "integer", "number", "boolean", "array", "object"]
 _TRUE = frozenset({"true", "yes", "y", "1", "on"})
 _FALSE = frozenset({"false", "no", "n", "0", "off"})
 
 
-class ArgumentError(ValueError):
+class ArgumentError(ToolError, ValueError):
     """Arguments that do not fit a tool's parameters; the message is written for the model."""
 
 

@@ -2,39 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator
 
-from ..execution.tooluse import render_call
-from ..parsing import ToolFormat, UnrepresentableCall
+from ..parsing import FormatLike, UnrepresentableCall, get_format
 from .arguments import ArgumentError
-from .spec import Example, ToolSpec
+from .spec import Example, ToolSpec, render_call
 
-if TYPE_CHECKING:
-    from .registry import Toolchain
-
-PREAMBLE = {
-    ToolFormat.MARKDOWN: (
-        "You can use tools by writing a fenced code block whose language tag names the tool, "
-        "followed by its arguments, e.g. ```save path/to/file.py. The block runs once it is "
-        "closed, and its result comes back to you as a system message. Blocks without a tool "
-        "name are just code. Use a longer fence (````) when the content itself holds fences."
-    ),
-    ToolFormat.XML: (
-        "You can use tools by writing <tool-use><TOOL args=\"ARGS\">CONTENT</TOOL></tool-use>, "
-        "or <function_calls><invoke name=\"TOOL\"><parameter name=\"NAME\">VALUE</parameter>"
-        "</invoke></function_calls>. Content is taken as written; wrap it in <![CDATA[...]]> if "
-        "it contains the closing tag. Results come back to you as system messages."
-    ),
-    ToolFormat.TOOL: (
-        "You can use tools through function calling, or by writing a line "
-        "@TOOL(CALL_ID): {JSON ARGUMENTS}. Results come back to you tagged with the call id."
-    ),
-}
+Lookup = Callable[[str], ToolSpec | None]
 
 
-def render_example(spec: ToolSpec, example: Example, fmt: ToolFormat,
-                   toolchain: Toolchain | None = None) -> str:
-    """One example turn as the model would see it in ``fmt``."""
+def render_example(spec: ToolSpec, example: Example, fmt: FormatLike,
+                   lookup: Lookup | None = None) -> str:
+    """One example turn as the model would see it in ``fmt``.
+
+    A call example may name another tool (``Example.call("save", …)``); ``lookup`` finds it.
+    """
     if example.kind == "user":
         return f"User: {example.text}"
     if example.kind == "result":
@@ -42,35 +24,57 @@ def render_example(spec: ToolSpec, example: Example, fmt: ToolFormat,
     if example.kind == "assistant":
         return f"Assistant: {example.text}"
     target = spec
-    if example.tool is not None and toolchain is not None:
-        target = toolchain.get(example.tool) or spec
+    if example.tool is not None and lookup is not None:
+        target = lookup(example.tool) or spec
     kwargs = target.bind("", "", example.kwargs) if target.parameters else {}
-    call_id = "call_1" if fmt is ToolFormat.TOOL else None
+    call_id = "call_1" if get_format(fmt).named_arguments else None
     return "Assistant:\n" + render_call(target, kwargs, fmt, call_id)
 
 
-def tool_instructions(spec: ToolSpec, fmt: ToolFormat, toolchain: Toolchain | None = None) -> str:
+def _exchanges(examples: Iterable[Example]) -> Iterator[list[Example]]:
+    """Examples split into exchanges, each starting at a user turn."""
+    exchange: list[Example] = []
+    for example in examples:
+        if example.kind == "user" and exchange:
+            yield exchange
+            exchange = []
+        exchange.append(example)
+    if exchange:
+        yield exchange
+
+
+def _examples(spec: ToolSpec, fmt: FormatLike, lookup: Lookup | None) -> Iterator[str]:
+    """The example exchanges ``fmt`` can show. An exchange holding a call it cannot show (or
+    that does not fit its tool) is left out; the tool's other exchanges stay."""
+    for exchange in _exchanges(spec.examples):
+        try:
+            turns = [render_example(spec, example, fmt, lookup) for example in exchange]
+        except (UnrepresentableCall, ArgumentError):
+            continue
+        yield "\n\n".join(turns)
+
+
+def tool_instructions(spec: ToolSpec, fmt: FormatLike, lookup: Lookup | None = None) -> str:
+    """One tool's section of the system prompt."""
+    target = get_format(fmt)
     parts = [f"## {spec.name}", spec.desc]
-    body = spec.instructions_format.get(fmt) or spec.instructions
+    body = spec.instructions_format.get(target.name) or spec.instructions
     if body:
         parts.append(body)
-    if fmt is not ToolFormat.TOOL and spec.parameters:
+    if not target.named_arguments and spec.parameters:
         signature = ", ".join(f"{p.name}: {p.type}" + ("" if p.required else "?")
                               for p in spec.parameters)
         parts.append(f"Arguments: {signature}.")
-    rendered = []
-    for example in spec.examples:
-        try:
-            rendered.append(render_example(spec, example, fmt, toolchain))
-        except (UnrepresentableCall, ArgumentError):
-            # Examples this format cannot show (or that do not fit the tool) are left out.
-            return "\n\n".join(p for p in parts if p)
+    rendered = list(_examples(spec, target, lookup))
     if rendered:
         parts.append("### Examples\n\n" + "\n\n".join(rendered))
     return "\n\n".join(p for p in parts if p)
 
 
-def toolchain_instructions(toolchain: Toolchain, fmt: ToolFormat) -> str:
-    sections = [PREAMBLE[fmt]]
-    sections += [tool_instructions(spec, fmt, toolchain) for spec in toolchain.tools]
+def tools_instructions(tools: Iterable[ToolSpec], fmt: FormatLike,
+                       lookup: Lookup | None = None) -> str:
+    """The format's preamble, then a section per tool."""
+    target = get_format(fmt)
+    sections = [target.preamble]
+    sections += [tool_instructions(spec, target, lookup) for spec in tools]
     return "\n\n".join(sections)

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Iterable, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 from ..errors import UserError
-from ..parsing import ToolFormat
+from ..parsing import FormatLike
+from .instructions import tools_instructions
 from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
 from .spec import ToolSpec, api_name
 
 _INIT_LOCK = threading.Lock()
-_toolchain: ContextVar[Toolchain | None] = ContextVar("fencecall_toolchain", default=None)
 
 
 class UnknownToolError(UserError, ValueError):
@@ -102,11 +102,16 @@ class Toolchain:
     def names(self) -> list[str]:
         return [spec.name for spec in self.tools]
 
-    def instructions(self, fmt: ToolFormat | str = ToolFormat.MARKDOWN) -> str:
-        """The system-prompt text teaching a model these tools in ``fmt``."""
-        from .instructions import toolchain_instructions
+    def functions(self) -> Mapping[str, Callable[..., Any]]:
+        """The functions these tools make callable from code run by the python tool."""
+        found: dict[str, Callable[..., Any]] = {}
+        for spec in self.tools:
+            found.update(spec.functions)
+        return found
 
-        return toolchain_instructions(self, ToolFormat(fmt))
+    def instructions(self, fmt: FormatLike = "markdown") -> str:
+        """The system-prompt text teaching a model these tools in ``fmt``."""
+        return tools_instructions(self.tools, fmt, lookup=self.get)
 
 
 def _select(entry: str, known: list[ToolSpec], root: Path | None) -> list[ToolSpec]:
@@ -140,17 +145,3 @@ def _initialise(spec: ToolSpec) -> ToolSpec:
     if not isinstance(final, ToolSpec):
         raise ToolLoadError(f"{spec.name}: init() returned {type(final).__name__}, not ToolSpec")
     return final
-
-
-def init_tools(allowlist: Sequence[str] | None = None, *,
-               catalogue: Iterable[ToolSpec] | None = None,
-               root: Path | None = None) -> Toolchain:
-    """Build a toolchain and make it the current one in this context (thread or task)."""
-    toolchain = Toolchain.build(allowlist, catalogue=catalogue, root=root)
-    _toolchain.set(toolchain)
-    return toolchain
-
-
-def current_toolchain() -> Toolchain:
-    """The toolchain set by :func:`init_tools` in this context; empty if none was."""
-    return _toolchain.get() or Toolchain()

@@ -1,4 +1,8 @@
-"""ToolSpec: everything fencecall knows about one tool, declared in one immutable value."""
+"""ToolSpec: everything fencecall knows about one tool, declared in one immutable value.
+
+Beside it live :class:`ToolInvocation` (a call of the tool being run, what its ``execute``
+receives) and :func:`render_call` (a call of the tool written in any format).
+"""
 
 from __future__ import annotations
 
@@ -9,17 +13,14 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import Any, Literal, Union
 
-from ..execution.hooks import Hook
 from ..message import Message
-from ..parsing import ToolFormat
+from ..parsing import FormatLike, ToolCall, get_format
 from ..parsing.xmlcalls import NAME
 from .arguments import ArgumentError, Parameter, ParamType, validate
-
-if TYPE_CHECKING:
-    from ..execution.session import Session
-    from ..execution.tooluse import ToolInvocation
+from .context import ConfirmRequest, ToolContext
+from .hooks import Hook
 
 ExecuteResult = Message | str | Iterable[Message | str] | None
 Execute = Callable[["ToolInvocation"], ExecuteResult]
@@ -62,7 +63,7 @@ class Command:
     """A slash command a tool brings along (``/name args``)."""
 
     name: str
-    run: Callable[[Session, str], str | None]
+    run: Callable[[ToolContext, str], str | None]
     help: str = ""
 
 
@@ -81,7 +82,8 @@ class ToolSpec:
     desc: str = ""
     execute: Execute | None = None
     instructions: str = ""
-    instructions_format: Mapping[ToolFormat, str] = field(default_factory=dict)
+    instructions_format: Mapping[str, str] = field(default_factory=dict)
+    """Instructions for one format (by name) that replace ``instructions`` there."""
     examples: tuple[Example, ...] = ()
     block_types: tuple[str, ...] = ()
     available: bool | Callable[[], bool] = True
@@ -201,23 +203,13 @@ class ToolSpec:
             "additionalProperties": False,
         }
 
-    def description_for(self, fmt: ToolFormat) -> str:
-        """The short description, or the format-specific instructions when given."""
-        return self.instructions_format.get(fmt) or self.desc
-
-    def openai_tool(self) -> dict[str, Any]:
-        """An OpenAI ``tools`` entry (chat completions)."""
-        return {"type": "function", "function": {
-            "name": api_name(self.name),
-            "description": self.description_for(ToolFormat.TOOL)[:1024],
-            "parameters": self.json_schema(),
-        }}
-
-    def anthropic_tool(self) -> dict[str, Any]:
-        """An Anthropic ``tools`` entry (messages API)."""
-        return {"name": api_name(self.name),
-                "description": self.description_for(ToolFormat.TOOL),
-                "input_schema": self.json_schema()}
+    def function_schema(self, fmt: FormatLike) -> dict[str, Any]:
+        """The vendor-neutral function description that providers turn into their wire
+        schema: ``name`` (provider-safe), ``description`` (the short description, or this
+        format's own instructions) and ``parameters`` (a JSON schema)."""
+        description = self.instructions_format.get(get_format(fmt).name) or self.desc
+        return {"name": api_name(self.name), "description": description,
+                "parameters": self.json_schema()}
 
     # -- construction --------------------------------------------------------------------
 
@@ -249,6 +241,33 @@ class ToolSpec:
 
         return cls(name=name or fn.__name__, desc=options.pop("desc", summary), execute=execute,
                    parameters=tuple(parameters), content_param=content_param, **options)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInvocation:
+    """A call being run: the call as written, its tool, its typed arguments and the context."""
+
+    call: ToolCall
+    spec: ToolSpec
+    kwargs: Mapping[str, Any]
+    context: ToolContext
+
+    def confirm(self, question: str, preview: str | None = None) -> bool:
+        """Ask the user (tools call this for confirmations of their own)."""
+        return self.context.confirm(ConfirmRequest(self.spec.name, self.call, question,
+                                                   self.kwargs, preview))
+
+
+def render_call(spec: ToolSpec, kwargs: Mapping[str, Any], fmt: FormatLike,
+                call_id: str | None = None) -> str:
+    """A call of ``spec`` with named arguments ``kwargs``, written in ``fmt``."""
+    target = get_format(fmt)
+    if target.named_arguments:
+        return target.render(ToolCall(spec.name, kwargs=kwargs, call_id=call_id,
+                                      format=target.name))
+    argline, content, rest = spec.unbind(kwargs)
+    name = spec.block_types[0] if target.by_langtag else spec.name
+    return target.render(ToolCall(name, argline, content, rest, call_id, format=target.name))
 
 
 def api_name(name: str) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ...execution.hooks import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
-from ...execution.tooluse import ToolInvocation
-from ...message import Message, system
+from ...errors import ToolError
+from ...message import Message, Status, system
 from ..arguments import Parameter
+from ..events import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
 from ..runtime.files import atomic_write, read_existing, unified_diff
-from ..spec import Example, ToolSpec
+from ..spec import Example, ToolInvocation, ToolSpec
 from ..workspace import OutsideWorkspace, display, resolve_in_roots
 
 PATH_AND_CONTENT = (
@@ -20,7 +20,7 @@ PATH_AND_CONTENT = (
 
 
 def target(invocation: ToolInvocation) -> Path:
-    return resolve_in_roots(invocation.kwargs["path"], invocation.session.roots)
+    return resolve_in_roots(invocation.kwargs["path"], invocation.context.roots)
 
 
 def allowed(invocation: ToolInvocation) -> bool:
@@ -49,7 +49,7 @@ def preview(invocation: ToolInvocation) -> str | None:
         previous = read_existing(path)
     except (OSError, ValueError) as err:
         return str(err)
-    name = display(path, invocation.session.roots)
+    name = display(path, invocation.context.roots)
     after = new_text(invocation, previous)
     if previous is None:
         return f"new file {name}:\n{after}"
@@ -59,15 +59,15 @@ def preview(invocation: ToolInvocation) -> str | None:
 def write_file(invocation: ToolInvocation, path: Path, text: str, previous: str | None,
                done: Callable[[str], str]) -> Message:
     """Write through the file hooks: pre hooks may block, post hooks hear of the result."""
-    session = invocation.session
-    pre = session.hooks.run(FILE_PRE_SAVE, FileSave(session, path, text, previous))
+    context = invocation.context
+    pre = context.hooks.run(FILE_PRE_SAVE, FileSave(context, path, text, previous))
     notes = "".join(m.content + "\n\n" for m in pre.messages)
     if pre.blocked is not None:
-        return system(f"{notes}Not written: {pre.blocked.reason}", status="blocked")
+        return system(f"{notes}Not written: {pre.blocked.reason}", Status.BLOCKED)
     atomic_write(path, text)
-    post = session.hooks.run(FILE_POST_SAVE, FileSave(session, path, text, previous))
+    post = context.hooks.run(FILE_POST_SAVE, FileSave(context, path, text, previous))
     extra = "".join("\n\n" + m.content for m in post.messages)
-    return system(notes + done(display(path, session.roots)) + extra)
+    return system(notes + done(display(path, context.roots)) + extra)
 
 
 def execute_write(invocation: ToolInvocation) -> Message:
@@ -75,7 +75,7 @@ def execute_write(invocation: ToolInvocation) -> Message:
         path = target(invocation)
         previous = read_existing(path)
     except (OutsideWorkspace, ValueError, OSError) as err:
-        return system(f"{invocation.spec.name}: {err}", status="error")
+        raise ToolError(f"{invocation.spec.name}: {err}") from err
     text = new_text(invocation, previous)
     lines = text.count("\n")
     if invocation.spec.name == "append":

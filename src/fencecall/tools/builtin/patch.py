@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ...execution.tooluse import ToolInvocation
-from ...message import Message, system
+from ...errors import ToolError
+from ...message import Message
 from ..arguments import Parameter
 from ..runtime.files import read_existing, unified_diff
 from ..runtime.patching import PatchError, apply_patch, parse_patch
-from ..spec import Example, ToolSpec
+from ..spec import Example, ToolInvocation, ToolSpec
 from ..workspace import OutsideWorkspace, display
 from .files import allowed, target, write_file
 
@@ -17,9 +17,9 @@ def _patched(invocation: ToolInvocation) -> tuple[str, str, int]:
     path = target(invocation)
     previous = read_existing(path)
     if previous is None:
-        raise FileNotFoundError(f"{display(path, invocation.session.roots)} does not exist; "
+        raise FileNotFoundError(f"{display(path, invocation.context.roots)} does not exist; "
                                 "use save to create it")
-    name = display(path, invocation.session.roots)
+    name = display(path, invocation.context.roots)
     hunks = parse_patch(invocation.kwargs["patch"])
     return previous, apply_patch(previous, hunks, name), len(hunks)
 
@@ -29,14 +29,14 @@ def preview(invocation: ToolInvocation) -> str | None:
         previous, patched, _ = _patched(invocation)
     except (PatchError, OSError, ValueError) as err:
         return f"the patch will fail: {err}"
-    return unified_diff(previous, patched, display(target(invocation), invocation.session.roots))
+    return unified_diff(previous, patched, display(target(invocation), invocation.context.roots))
 
 
 def execute_patch(invocation: ToolInvocation) -> Message:
     try:
         previous, patched, hunks = _patched(invocation)
     except (PatchError, OutsideWorkspace, OSError, ValueError) as err:
-        return system(f"patch failed, the file was not changed: {err}", status="error")
+        raise ToolError(f"patch failed, the file was not changed: {err}") from err
     return write_file(invocation, target(invocation), patched, previous,
                       lambda name: f"Patched {name} ({hunks} change(s)).")
 

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from ...execution.tooluse import ToolInvocation
+from ...errors import ToolError
 from ...message import Message, system
 from ..arguments import Parameter
 from ..runtime.output import fenced, truncate_middle
 from ..runtime.python_session import PythonResult, PythonSession
-from ..spec import Example, ToolSpec
+from ..spec import Example, ToolInvocation, ToolSpec
 
 DEFAULT_TIMEOUT = 60
-
-
-def _functions(invocation: ToolInvocation) -> dict[str, Callable[..., Any]]:
-    found: dict[str, Callable[..., Any]] = {}
-    for spec in invocation.session.toolchain.tools:
-        found.update(spec.functions)
-    return found
 
 
 def format_result(result: PythonResult, timeout: float) -> str:
@@ -42,12 +32,12 @@ def format_result(result: PythonResult, timeout: float) -> str:
 def execute_python(invocation: ToolInvocation) -> Message:
     code = invocation.kwargs["code"]
     if not code.strip():
-        return system("python: the code is empty; put the code in the block.")
+        raise ToolError("python: the code is empty; put the code in the block.")
     timeout = invocation.kwargs.get("timeout", DEFAULT_TIMEOUT)
-    session = invocation.session
-    interpreter = session.resource(
-        "python", lambda: PythonSession(session.workspace, _functions(invocation),
-                                        env=session.tool_env()))
+    context = invocation.context
+    interpreter = context.resource(
+        "python", lambda: PythonSession(context.workspace, context.functions(),
+                                        env=context.tool_env()))
     result = interpreter.run(code, timeout=timeout)
     return system(format_result(result, timeout), raised=result.error is not None)
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ...execution.tooluse import ToolInvocation
+from ...errors import ToolError
 from ...message import Message, system
 from ..arguments import Parameter
 from ..runtime.files import is_binary
-from ..spec import Example, ToolSpec
+from ..spec import Example, ToolInvocation, ToolSpec
 from ..workspace import OutsideWorkspace, display, resolve_in_roots
 
 MAX_BYTES = 10_000_000
@@ -14,20 +14,20 @@ MAX_LINES = 2_000
 
 
 def execute_read(invocation: ToolInvocation) -> Message:
-    roots = invocation.session.roots
+    roots = invocation.context.roots
     try:
         path = resolve_in_roots(invocation.kwargs["path"], roots)
     except (OutsideWorkspace, ValueError) as err:
-        return system(f"read: {err}", status="error")
+        raise ToolError(f"read: {err}") from err
     name = display(path, roots)
     if not path.exists():
-        return system(f"read: {name} does not exist.", status="error")
+        raise ToolError(f"read: {name} does not exist.")
     if path.is_dir():
-        return system(f"read: {name} is a directory; use shell `ls` to list it.", status="error")
+        raise ToolError(f"read: {name} is a directory; use shell `ls` to list it.")
     size = path.stat().st_size
     if size > MAX_BYTES:
-        return system(f"read: {name} is {size} bytes, over the {MAX_BYTES}-byte limit; use "
-                      "shell tools (head, grep) to look at parts of it.", status="error")
+        raise ToolError(f"read: {name} is {size} bytes, over the {MAX_BYTES}-byte limit; use "
+                        "shell tools (head, grep) to look at parts of it.")
     data = path.read_bytes()
     if is_binary(data):
         return system(f"read: {name} is a binary file ({size} bytes); not shown.")
@@ -35,8 +35,7 @@ def execute_read(invocation: ToolInvocation) -> Message:
     first = max(1, invocation.kwargs.get("start") or 1)
     last = min(len(lines), invocation.kwargs.get("end") or len(lines))
     if lines and first > len(lines):
-        return system(f"read: {name} has {len(lines)} lines; line {first} does not exist.",
-                      status="error")
+        raise ToolError(f"read: {name} has {len(lines)} lines; line {first} does not exist.")
     shown_last = min(last, first + MAX_LINES - 1)
     width = len(str(shown_last))
     body = "\n".join(f"{n:>{width}}  {lines[n - 1]}" for n in range(first, shown_last + 1))

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from ...execution.tooluse import ToolInvocation
+from ...errors import ToolError
 from ...message import Message, system
 from ..arguments import Parameter
 from ..runtime.output import DEFAULT_LIMIT, fenced
 from ..runtime.shell_policy import is_read_only
 from ..runtime.shell_session import ShellResult, ShellSession
-from ..spec import Example, ToolSpec
+from ..spec import Example, ToolInvocation, ToolSpec
 
 DEFAULT_TIMEOUT = 60
 
 
 def _shell(invocation: ToolInvocation) -> ShellSession:
-    session = invocation.session
-    return session.resource("shell", lambda: ShellSession(
-        session.workspace, env=session.tool_env(), output_limit=DEFAULT_LIMIT))
+    context = invocation.context
+    return context.resource("shell", lambda: ShellSession(
+        context.workspace, env=context.tool_env(), output_limit=DEFAULT_LIMIT))
 
 
 def format_result(command: str, result: ShellResult, timeout: float) -> str:
@@ -42,10 +42,10 @@ def format_result(command: str, result: ShellResult, timeout: float) -> str:
 def execute_shell(invocation: ToolInvocation) -> Message:
     command = invocation.kwargs["command"]
     if not command.strip():
-        return system("shell: the command is empty; put the command in the block.")
+        raise ToolError("shell: the command is empty; put the command in the block.")
     timeout = invocation.kwargs.get("timeout", DEFAULT_TIMEOUT)
     if timeout <= 0:
-        return system("shell: timeout must be a positive number of seconds.")
+        raise ToolError("shell: timeout must be a positive number of seconds.")
     result = _shell(invocation).run(command, timeout=timeout)
     return system(format_result(command, result, timeout),
                   exit_code=result.exit_code, timed_out=result.timed_out)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...parsing.render import fence_for
+from ...parsing.formats import fence_for
 
 DEFAULT_LIMIT = 16_000
 

@@ -1,8 +1,9 @@
-"""Typed hook points: where tools, plugins and users plug into a session.
+"""Typed hook points and the registry that runs them.
 
 Each hook point carries its own data type, so a hook for ``TOOL_PRE_EXECUTE`` is checked to
-take a :class:`ToolPreExecute`. A hook may return nothing, messages to add, or a
-:class:`Block` to stop what is about to happen (pre hooks only). Higher priorities run first.
+take a :class:`~fencecall.tools.events.ToolPreExecute`. A hook may return nothing, messages to
+add, or a :class:`Block` to stop what is about to happen (pre hooks only). Higher priorities
+run first. The points themselves and their data types are in :mod:`fencecall.tools.events`.
 """
 
 from __future__ import annotations
@@ -10,14 +11,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..message import Message, system
-
-if TYPE_CHECKING:
-    from .session import Session
-    from .tooluse import ToolInvocation
 
 T = TypeVar("T")
 
@@ -38,58 +34,6 @@ class HookPoint(Generic[T]):
 
     name: str
     can_block: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ToolPreExecute:
-    invocation: ToolInvocation
-
-
-@dataclass(frozen=True, slots=True)
-class ToolPostExecute:
-    invocation: ToolInvocation
-    results: tuple[Message, ...]
-    duration: float
-    error: BaseException | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class MessagePreProcess:
-    session: Session
-    message: Message
-
-
-@dataclass(frozen=True, slots=True)
-class MessagePostProcess:
-    session: Session
-    message: Message
-    results: tuple[Message, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class SessionEvent:
-    session: Session
-
-
-@dataclass(frozen=True, slots=True)
-class FileSave:
-    """A file a tool is about to write (pre) or has written (post)."""
-
-    session: Session
-    path: Path
-    content: str
-    previous: str | None
-
-
-TOOL_PRE_EXECUTE: HookPoint[ToolPreExecute] = HookPoint("tool.pre_execute", can_block=True)
-TOOL_POST_EXECUTE: HookPoint[ToolPostExecute] = HookPoint("tool.post_execute")
-MESSAGE_PRE_PROCESS: HookPoint[MessagePreProcess] = HookPoint("message.pre_process",
-                                                              can_block=True)
-MESSAGE_POST_PROCESS: HookPoint[MessagePostProcess] = HookPoint("message.post_process")
-SESSION_START: HookPoint[SessionEvent] = HookPoint("session.start")
-SESSION_END: HookPoint[SessionEvent] = HookPoint("session.end")
-FILE_PRE_SAVE: HookPoint[FileSave] = HookPoint("file.pre_save", can_block=True)
-FILE_POST_SAVE: HookPoint[FileSave] = HookPoint("file.post_save")
 
 
 @dataclass(frozen=True, slots=True)

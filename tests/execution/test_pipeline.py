@@ -4,24 +4,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fencecall import ToolFormat
-from fencecall.execution import (
+from fencecall.execution import Session, auto_yes, resolve
+from fencecall.message import Message, Status
+from fencecall.parsing import parse_calls
+from fencecall.tools import (
+    Block,
+    Command,
+    ConfirmRequest,
+    HookRegistry,
+    Toolchain,
+    ToolError,
+    ToolInvocation,
+    ToolSpec,
+    render_call,
+)
+from fencecall.tools.events import (
     MESSAGE_POST_PROCESS,
+    MESSAGE_PRE_PROCESS,
     SESSION_END,
     SESSION_START,
     TOOL_POST_EXECUTE,
     TOOL_PRE_EXECUTE,
-    Block,
-    ConfirmRequest,
-    Session,
     ToolPostExecute,
     ToolPreExecute,
-    ToolUse,
-    auto_yes,
-    current_invocation,
 )
-from fencecall.message import Message
-from fencecall.tools import Command, Toolchain, ToolSpec
 
 F = "```"
 
@@ -34,28 +40,28 @@ def test_markdown_block_runs_with_args_and_generator_results(toolchain: Toolchai
                                                              tmp_path: Path) -> None:
     session = Session(toolchain, workspace=tmp_path)
     assert run(session, f"{F}echo loud\nhello\n{F}\n") == ["echo: hello", "args: ('loud',)"]
-    assert current_invocation() is None
 
 
 def test_alias_block_type_and_plain_code_blocks(toolchain: Toolchain, tmp_path: Path) -> None:
     session = Session(toolchain, workspace=tmp_path)
     assert run(session, f"{F}say\nhi\n{F}\n{F}python\nnot a tool\n{F}\n")[0] == "echo: hi"
-    [use] = ToolUse.iter_from_content(f"{F}say\nhi\n{F}\n{F}json\n{{}}\n{F}", toolchain)
+    calls = parse_calls(f"{F}say\nhi\n{F}\n{F}json\n{{}}\n{F}")
+    [use] = [use for call in calls if (use := resolve(call, toolchain)) is not None]
     assert (use.tool, use.call.name) == ("echo", "say")
 
 
 def test_function_tool_in_every_format(toolchain: Toolchain, tmp_path: Path) -> None:
     texts = {
-        ToolFormat.MARKDOWN: f"{F}add 2 3 loud\n{F}\n",
-        ToolFormat.XML: '<tool-use><add args="2 3" mode="loud"></add></tool-use>',
-        ToolFormat.TOOL: '@add(c9): {"a": 2, "b": 3, "mode": "loud"}',
+        "markdown": f"{F}add 2 3 loud\n{F}\n",
+        "xml": '<tool-use><add args="2 3" mode="loud"></add></tool-use>',
+        "tool": '@add(c9): {"a": 2, "b": 3, "mode": "loud"}',
     }
     for fmt, text in texts.items():
         session = Session(toolchain, workspace=tmp_path, fmt=fmt)
         [result] = list(session.execute(text))
         assert result.content == "5!"
         assert result.role == "system"
-        assert result.call_id == ("c9" if fmt is ToolFormat.TOOL else None)
+        assert result.call_id == ("c9" if fmt == "tool" else None)
 
 
 def test_bad_argument_reaches_the_model_as_a_message(toolchain: Toolchain,
@@ -80,10 +86,39 @@ def test_exception_in_tool_becomes_error_message(toolchain: Toolchain, tmp_path:
 def test_ctrl_c_interrupts_the_call_and_stops_the_rest(toolchain: Toolchain,
                                                        tmp_path: Path) -> None:
     session = Session(toolchain, workspace=tmp_path)
-    results = list(session.execute(f"{F}interrupt\n{F}\n{F}add 1\n{F}\n"))
+    results = list(session.execute(f"{F}interrupt\n{F}\n{F}add 1\n{F}\n{F}add 2\n{F}\n"))
     assert [m.content for m in results] == [
-        "Interrupted: the interrupt call was stopped by the user (Ctrl-C)."]
-    assert results[0].metadata["status"] == "interrupted"
+        "Interrupted: the interrupt call was stopped by the user (Ctrl-C).",
+        "Not run: an earlier call was interrupted by the user."]
+    assert [m.status for m in results] == [Status.INTERRUPTED, Status.INTERRUPTED]
+
+
+def test_every_call_id_is_answered_after_an_interrupt(toolchain: Toolchain,
+                                                      tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path, fmt="tool")
+    text = '@interrupt(c1): {}\n@add(c2): {"a": 1}\n@add(c3): {"a": 2}\n'
+    results = list(session.execute(text))
+    assert [(m.call_id, m.metadata["tool"], m.status) for m in results] == [
+        ("c1", "interrupt", Status.INTERRUPTED), ("c2", "add", Status.INTERRUPTED),
+        ("c3", "add", Status.INTERRUPTED)]
+
+
+def test_a_blocked_message_answers_each_call(toolchain: Toolchain, tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path, fmt="tool")
+    session.hooks.add(MESSAGE_PRE_PROCESS, lambda d: Block("read-only hour"))
+    results = list(session.execute('@add(c1): {"a": 1}\n@add(c2): {"a": 2}\n'))
+    assert [(m.call_id, m.status) for m in results] == [("c1", Status.BLOCKED),
+                                                         ("c2", Status.BLOCKED)]
+    assert results[0].content == "The message's tool calls were not run: read-only hour"
+
+
+def test_tool_error_becomes_the_result(tmp_path: Path) -> None:
+    def fail(inv: ToolInvocation) -> str:
+        raise ToolError("no such branch 'main'")
+
+    session = Session(Toolchain((ToolSpec("git", "x", execute=fail),)), workspace=tmp_path)
+    [result] = list(session.execute(f"{F}git\n{F}\n"))
+    assert (result.content, result.status) == ("no such branch 'main'", Status.ERROR)
 
 
 def test_pre_hook_can_block_and_add_messages(toolchain: Toolchain, tmp_path: Path) -> None:
@@ -165,14 +200,16 @@ def test_confirmation_declines_by_default_and_shows_preview(toolchain: Toolchain
     assert run(Session(toolchain, workspace=tmp_path, confirm=confirm), text) == [
         "wrote notes.txt"]
     assert asked[0].preview == "+ hello"
-    assert asked[0].invocation.spec.name == "write"
+    assert (asked[0].tool, asked[0].call.argline, asked[0].call.content) == (
+        "write", "notes.txt", "hello")
+    assert asked[0].kwargs == {"path": "notes.txt", "content": "hello"}
     assert run(Session(toolchain, workspace=tmp_path, confirm=auto_yes), text) == [
         "wrote notes.txt"]
 
 
 def test_per_call_confirmation_rule(tmp_path: Path) -> None:
     careful = ToolSpec("careful", "x", execute=lambda inv: "ran", parameters=(),
-                       confirm=lambda inv: inv.args != ("safe",))
+                       confirm=lambda inv: inv.call.args != ("safe",))
     session = Session(Toolchain((careful,)), workspace=tmp_path)
     assert run(session, f"{F}careful safe\n{F}\n") == ["ran"]
     assert "not confirmed" in run(session, f"{F}careful risky\n{F}\n")[0]
@@ -185,11 +222,9 @@ def test_message_hooks_and_session_lifecycle(toolchain: Toolchain, tmp_path: Pat
         def close(self) -> None:
             events.append("closed")
 
-    spec = ToolSpec("res", "x", execute=lambda inv: str(id(inv.session.resource("r", Resource))),
+    spec = ToolSpec("res", "x", execute=lambda inv: str(id(inv.context.resource("r", Resource))),
                     hooks=(), commands=(Command("hello", lambda s, arg: f"hi {arg}"),))
     chain = Toolchain((spec,))
-    from fencecall.execution import HookRegistry
-
     hooks = HookRegistry()
     hooks.add(SESSION_START, lambda d: events.append("start"))
     hooks.add(SESSION_END, lambda d: events.append("end"))
@@ -202,14 +237,16 @@ def test_message_hooks_and_session_lifecycle(toolchain: Toolchain, tmp_path: Pat
     assert events == ["start", "results=2", "end", "closed"]
 
 
-def test_to_output_converts_between_formats(toolchain: Toolchain) -> None:
-    [use] = ToolUse.iter_from_content('@write(c1): {"path": "a.txt", "content": "x"}',
-                                      toolchain, "tool")
-    assert use.to_output("markdown", toolchain) == f"{F}write a.txt\nx\n{F}"
-    assert use.to_output("xml", toolchain) == (
+def test_render_call_converts_between_formats(toolchain: Toolchain) -> None:
+    [call] = parse_calls('@write(c1): {"path": "a.txt", "content": "x"}', "tool")
+    spec = toolchain.get(call.name)
+    assert spec is not None
+    kwargs = spec.bind(call.argline, call.content, call.kwargs)
+    assert render_call(spec, kwargs, "markdown") == f"{F}write a.txt\nx\n{F}"
+    assert render_call(spec, kwargs, "xml") == (
         '<tool-use>\n<write args="a.txt">\nx\n</write>\n</tool-use>')
-    [back] = ToolUse.iter_from_content(use.to_output("markdown", toolchain), toolchain)
-    assert back.to_output("tool", toolchain) == (
+    [back] = parse_calls(render_call(spec, kwargs, "markdown"))
+    assert render_call(spec, spec.bind(back.argline, back.content, back.kwargs), "tool") == (
         '@write(): {"path": "a.txt", "content": "x"}')
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from fencecall.tools import ArgumentError, Parameter, ToolSpec
 
-from .conftest import ADD, ECHO, WRITE
+from ..sample_tools import ADD, ECHO, WRITE
 
 
 def test_from_function_reads_signature_and_docstring() -> None:
@@ -33,20 +33,17 @@ def test_from_function_rejects_untyped_and_var_args() -> None:
         ToolSpec.from_function(star)
 
 
-def test_json_schemas_for_openai_and_anthropic() -> None:
+def test_neutral_function_schema() -> None:
     schema = ADD.json_schema()
     assert schema["required"] == ["a"]
     assert schema["properties"]["mode"] == {"type": "string", "description":
                                             "How to say the result.", "enum": ["plain", "loud"]}
-    openai = ADD.openai_tool()
-    assert openai["type"] == "function"
-    assert openai["function"]["name"] == "add"
-    assert openai["function"]["parameters"] == schema
-    anthropic = ADD.anthropic_tool()
-    assert anthropic == {"name": "add", "description": "Add two integers.",
-                         "input_schema": schema}
-    dotted = ToolSpec("mcp.fetch", "Fetch.")
-    assert dotted.openai_tool()["function"]["name"] == "mcp__fetch"
+    assert ADD.function_schema("tool") == {"name": "add", "description": "Add two integers.",
+                                           "parameters": schema}
+    dotted = ToolSpec("mcp.fetch", "Fetch.", instructions_format={"tool": "Fetch a URL."})
+    assert dotted.function_schema("tool")["name"] == "mcp__fetch"
+    assert dotted.function_schema("tool")["description"] == "Fetch a URL."
+    assert dotted.function_schema("markdown")["description"] == "Fetch."
 
 
 def test_bind_converts_markdown_words_to_declared_types() -> None:

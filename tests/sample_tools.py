@@ -1,14 +1,11 @@
-"""Small tools for exercising the execution core without touching the machine."""
+"""Small tools for exercising the tools and execution layers without touching the machine."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Literal
 
-import pytest
-
-from fencecall.execution import ToolInvocation, current_invocation
-from fencecall.tools import Example, Parameter, Toolchain, ToolSpec
+from fencecall.tools import Example, Parameter, ToolInvocation, ToolSpec
 
 
 def add(a: int, b: int = 1, mode: Literal["plain", "loud"] = "plain") -> str:
@@ -25,10 +22,8 @@ def add(a: int, b: int = 1, mode: Literal["plain", "loud"] = "plain") -> str:
 
 
 def _echo(invocation: ToolInvocation) -> Iterator[str]:
-    current = current_invocation()
-    assert current is invocation
     yield f"echo: {invocation.kwargs['text']}"
-    yield f"args: {invocation.args}"
+    yield f"args: {invocation.call.args}"
 
 
 def _boom(invocation: ToolInvocation) -> str:
@@ -61,7 +56,3 @@ NOTES = ToolSpec("notes", "Informational only.")
 
 CATALOGUE = (ECHO, WRITE, BOOM, INTERRUPT, ADD, SECRET, MISSING, NOTES)
 
-
-@pytest.fixture
-def toolchain() -> Toolchain:
-    return Toolchain.build(catalogue=CATALOGUE)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-EXAMPLE = Path(__file__).parent.parent / "examples" / "reply.md"
+EXAMPLE = Path(__file__).parents[2] / "examples" / "reply.md"
 
 
 def fencecall(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

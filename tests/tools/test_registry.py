@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import sys
 import textwrap
-import threading
 import warnings
 from pathlib import Path
 
 import pytest
 
-from fencecall import ToolFormat
 from fencecall.tools import (
     Parameter,
     Toolchain,
     ToolLoadError,
     ToolSpec,
     UnknownToolError,
-    current_toolchain,
-    init_tools,
     load_from_file,
     plugin_tools,
 )
 
-from .conftest import CATALOGUE
+from ..sample_tools import CATALOGUE
 
 
 def names(allowlist: list[str] | None) -> list[str]:
@@ -80,25 +76,6 @@ def test_init_returns_the_final_spec() -> None:
 
     chain = Toolchain.build(catalogue=[ToolSpec("late", "stub", init=init)])
     assert chain.tools[0].desc == "initialised" and calls == [1]
-
-
-def test_two_threads_with_different_allowlists_never_mix() -> None:
-    seen: dict[str, list[str]] = {}
-    barrier = threading.Barrier(2)
-
-    def session(name: str, allowlist: list[str]) -> None:
-        init_tools(allowlist, catalogue=CATALOGUE)
-        barrier.wait()  # both have initialised before either looks
-        seen[name] = current_toolchain().names()
-
-    threads = [threading.Thread(target=session, args=("a", ["echo"])),
-               threading.Thread(target=session, args=("b", ["add", "boom"]))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert seen == {"a": ["echo"], "b": ["add", "boom"]}
-    assert current_toolchain().names() == []
 
 
 TOOL_FILE = """
@@ -201,9 +178,26 @@ def test_a_broken_example_does_not_break_the_prompt() -> None:
     assert "## odd" in text and "Examples" not in text
 
 
+def test_only_the_example_a_format_cannot_show_is_left_out() -> None:
+    from fencecall.tools import Example
+
+    tool = ToolSpec("ask", "Asks.", execute=lambda inv: "x",
+                    parameters=(Parameter("q"), Parameter("mode", required=False)),
+                    content_param="q",
+                    examples=(Example.user("plain"), Example.call(q="why?"),
+                              Example.result("because"),
+                              Example.user("with a mode"), Example.call(q="how?", mode="two words"),
+                              Example.result("like so")))
+    markdown = Toolchain((tool,)).instructions("markdown")
+    assert "User: plain\n\nAssistant:\n```ask\nwhy?\n```\n\nSystem: because" in markdown
+    assert "with a mode" not in markdown and "like so" not in markdown
+    tool_format = Toolchain((tool,)).instructions("tool")
+    assert "with a mode" in tool_format and '"mode": "two words"' in tool_format
+
+
 def test_instructions_render_examples_in_each_format() -> None:
     chain = Toolchain.build(["echo", "add"], catalogue=CATALOGUE)
-    markdown = chain.instructions(ToolFormat.MARKDOWN)
+    markdown = chain.instructions("markdown")
     assert "## echo" in markdown and "## add" in markdown
     assert "```echo\nhi\n```" in markdown and "User: say hi" in markdown
     assert "Arguments: a: integer, b: integer?, mode: string?." in markdown

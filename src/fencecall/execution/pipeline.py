@@ -1,0 +1,188 @@
+"""The one path every tool call takes, whoever parsed it.
+
+:func:`execute_calls` takes calls already parsed (from a whole text, a stream, or a
+provider's native calls) and runs them in order:
+
+    message pre hooks (may block) → for each call: resolve → bind arguments → tool pre hooks
+    (may block) → confirmation → the tool (timed) → tool post hooks → message post hooks
+
+Every failure on the way, an exception in a tool included, becomes a ``system`` message with
+a :class:`~fencecall.message.Status`; a :class:`~fencecall.tools.ToolError` becomes its
+message. An interrupt (Ctrl-C) stops the call and the ones after it, and each of those is
+answered too, so no call id goes without a result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..errors import ToolError
+from ..message import Message, Status, system
+from ..parsing import ToolCall
+from ..tools import Toolchain, ToolContext, ToolInvocation, ToolSpec
+from ..tools.events import (
+    MESSAGE_POST_PROCESS,
+    MESSAGE_PRE_PROCESS,
+    TOOL_POST_EXECUTE,
+    TOOL_PRE_EXECUTE,
+    MessagePostProcess,
+    MessagePreProcess,
+    ToolPostExecute,
+    ToolPreExecute,
+)
+from ..tools.spec import ExecuteResult
+
+
+class Runner(ToolContext, Protocol):
+    """What the pipeline needs: a tool context that also holds the loaded tools."""
+
+    @property
+    def toolchain(self) -> Toolchain: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    """A call resolved against a toolchain: ``spec`` is None for a named call to a tool
+    that does not exist (the model is told so)."""
+
+    call: ToolCall
+    spec: ToolSpec | None
+
+    @property
+    def tool(self) -> str:
+        """The tool's name (``py`` blocks resolve to ``ipython``), or the unknown name."""
+        return self.spec.name if self.spec is not None else self.call.name
+
+
+def resolve(call: ToolCall, toolchain: Toolchain) -> ToolUse | None:
+    """The use a call makes, or None when nothing should run: a code block whose langtag
+    names no tool is plain code, and informational tools are never run."""
+    if call.is_codeblock:
+        spec = toolchain.for_langtag(call.name)
+        if spec is None:
+            return None
+    else:
+        spec = toolchain.get(call.name)
+    if spec is not None and not spec.is_runnable:
+        return None
+    return ToolUse(call, spec)
+
+
+def execute_calls(session: Runner, message: Message,
+                  calls: Iterable[ToolCall]) -> Iterator[Message]:
+    """Run ``calls``, which ``message`` made, through hooks and confirmation, in order."""
+    uses = [use for call in calls if (use := resolve(call, session.toolchain)) is not None]
+    pre = session.hooks.run(MESSAGE_PRE_PROCESS, MessagePreProcess(session, message))
+    yield from pre.messages
+    results: list[Message] = []
+    if pre.blocked is not None:
+        skipped = _answer_each(uses, f"The message's tool calls were not run: "
+                               f"{pre.blocked.reason}", Status.BLOCKED)
+        results += skipped
+        yield from skipped
+    for index, use in enumerate(uses if pre.blocked is None else ()):
+        interrupted = False
+        for result in _execute(session, use):
+            results.append(result)
+            interrupted = interrupted or result.status is Status.INTERRUPTED
+            yield result
+        if interrupted:
+            skipped = _answer_each(uses[index + 1 :], "Not run: an earlier call was "
+                                   "interrupted by the user.", Status.INTERRUPTED)
+            results += skipped
+            yield from skipped
+            break
+    post = session.hooks.run(MESSAGE_POST_PROCESS,
+                             MessagePostProcess(session, message, tuple(results)))
+    yield from post.messages
+
+
+def _answer_each(uses: list[ToolUse], text: str, status: Status) -> list[Message]:
+    """One result per call that will not run; a single one when no call has an id."""
+    if not uses:
+        return []
+    with_ids = [use for use in uses if use.call.call_id is not None]
+    if not with_ids:
+        return [system(text, status)]
+    return [system(text, status).tagged(use.call.call_id, use.tool) for use in with_ids]
+
+
+def _execute(session: Runner, use: ToolUse) -> Iterator[Message]:
+    """Run one call; its results are tagged with its call id and tool."""
+    for message in _results(session, use):
+        yield message.tagged(use.call.call_id, use.tool)
+
+
+def _results(session: Runner, use: ToolUse) -> Iterator[Message]:
+    spec = use.spec
+    if spec is None:
+        known = ", ".join(session.toolchain.names()) or "none"
+        yield system(f"Unknown tool {use.call.name!r}. Available tools: {known}.", Status.ERROR)
+        return
+    try:
+        kwargs = spec.bind(use.call.argline, use.call.content, use.call.kwargs)
+    except ToolError as err:
+        yield system(f"Invalid call: {err}", Status.ERROR)
+        return
+    invocation = ToolInvocation(use.call, spec, kwargs, session)
+    results: list[Message] = []
+    started = time.monotonic()
+    error: BaseException | None = None
+    try:
+        for message in _run(invocation):
+            results.append(message)
+            yield message
+    except KeyboardInterrupt as err:
+        error = err
+        message = system(f"Interrupted: the {spec.name} call was stopped by the user (Ctrl-C).",
+                         Status.INTERRUPTED)
+        results.append(message)
+        yield message
+    except ToolError as err:
+        error = err
+        message = system(str(err), Status.ERROR)
+        results.append(message)
+        yield message
+    except Exception as err:
+        error = err
+        message = system(f"Error while running {spec.name}: {type(err).__name__}: {err}",
+                         Status.ERROR, exception=type(err).__name__)
+        results.append(message)
+        yield message
+    post = session.hooks.run(TOOL_POST_EXECUTE, ToolPostExecute(
+        invocation, tuple(results), time.monotonic() - started, error))
+    yield from post.messages
+
+
+def _run(invocation: ToolInvocation) -> Iterator[Message]:
+    """Pre hooks, confirmation, then the tool itself."""
+    spec, context = invocation.spec, invocation.context
+    pre = context.hooks.run(TOOL_PRE_EXECUTE, ToolPreExecute(invocation))
+    yield from pre.messages
+    if pre.blocked is not None:
+        yield system(f"The {spec.name} call was blocked: {pre.blocked.reason}", Status.BLOCKED)
+        return
+    if _needs_confirmation(invocation):
+        preview = spec.preview(invocation) if spec.preview else None
+        if not invocation.confirm(f"Run {spec.name}?", preview):
+            yield system(f"The {spec.name} call was not confirmed, so it did not run.",
+                         Status.DECLINED)
+            return
+    assert spec.execute is not None
+    yield from _messages(spec.execute(invocation))
+
+
+def _needs_confirmation(invocation: ToolInvocation) -> bool:
+    rule = invocation.spec.confirm
+    return bool(rule(invocation)) if callable(rule) else rule
+
+
+def _messages(result: ExecuteResult) -> Iterator[Message]:
+    if result is None:
+        return
+    items: Iterable[Message | str] = [result] if isinstance(result, Message | str) else result
+    for item in items:
+        yield item if isinstance(item, Message) else system(item)

@@ -1,0 +1,100 @@
+"""The protocol every call format implements, and checks the renderers share.
+
+A format is one object: how to find its calls (whole or streamed), how to write a call in it,
+how to teach it in a system prompt, and whether its calls also travel natively. Nothing
+outside ``parsing/`` asks which format it holds; it asks the format.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+from ..model import ToolCall
+from ..scanner import Scanner
+from ..xmlcalls import NAME
+
+_NAME_RE = re.compile(NAME)
+
+
+class UnrepresentableCall(ValueError):
+    """The call holds something the target format cannot express."""
+
+
+class CallScanner(Protocol):
+    """An incremental finder of calls: each character is fed once."""
+
+    def feed(self, chunk: str) -> list[ToolCall]:
+        """Add text; return the calls it completed."""
+        ...
+
+    def finish(self) -> list[ToolCall]:
+        """End the text; return the calls its end completed."""
+        ...
+
+
+class CallFormat(Protocol):
+    """How a model writes tool calls.
+
+    ``native``: calls also travel as the provider's native function calls, so the provider
+    is sent the tools' schemas. ``named_arguments``: a call carries its arguments as one
+    named mapping, not as a langtag plus a body. ``by_langtag``: a call names its tool by a
+    code block's langtag (a tool's block type) rather than by the tool's name.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def native(self) -> bool: ...
+
+    @property
+    def named_arguments(self) -> bool: ...
+
+    @property
+    def by_langtag(self) -> bool: ...
+
+    @property
+    def preamble(self) -> str:
+        """The system-prompt paragraph that teaches a model this syntax."""
+        ...
+
+    def scanner(self) -> CallScanner:
+        """A fresh scanner for one text or stream."""
+        ...
+
+    def render(self, call: ToolCall) -> str:
+        """``call`` written in this format; :class:`UnrepresentableCall` when it cannot be."""
+        ...
+
+
+def is_name(text: str) -> bool:
+    """Whether ``text`` can be a tool, tag or attribute name."""
+    return _NAME_RE.fullmatch(text) is not None
+
+
+def check_name(name: str) -> None:
+    if not is_name(name):
+        raise UnrepresentableCall(f"{name!r} is not a valid tool name")
+
+
+def check_argline(argline: str) -> None:
+    if argline != argline.strip() or any(c in argline for c in "\n\r`"):
+        raise UnrepresentableCall(f"argument line {argline!r} cannot be written on one line")
+
+
+class BlockCalls:
+    """Adapts the shared :class:`~fencecall.parsing.scanner.Scanner` to :class:`CallScanner`:
+    only tool calls are passed on."""
+
+    __slots__ = ("_scanner",)
+
+    def __init__(self, scanner: Scanner):
+        self._scanner = scanner
+
+    def feed(self, chunk: str) -> list[ToolCall]:
+        return [item for item in self._scanner.feed(chunk) if isinstance(item, ToolCall)]
+
+    def finish(self) -> list[ToolCall]:
+        return [item for item in self._scanner.finish() if isinstance(item, ToolCall)]
+

@@ -1,0 +1,66 @@
+"""What a tool may know of the session it runs in: a narrow protocol, not the Session.
+
+:class:`~fencecall.execution.Session` satisfies :class:`ToolContext`; a tool author imports
+only :mod:`fencecall.tools`, and tests can hand tools any object with these members.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from ..parsing import ToolCall
+from .hooks import HookRegistry
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmRequest:
+    """What the user is asked: the complete call as written and as bound, a one-line
+    question, and a preview of its effect (a diff, say)."""
+
+    tool: str
+    call: ToolCall
+    question: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    preview: str | None = None
+
+
+ConfirmFunc = Callable[[ConfirmRequest], bool]
+
+
+class ToolContext(Protocol):
+    """The session as a tool sees it."""
+
+    @property
+    def workspace(self) -> Path:
+        """The folder tools work in."""
+        ...
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """The folders file tools may touch: the workspace first, then any the user added."""
+        ...
+
+    @property
+    def hooks(self) -> HookRegistry: ...
+
+    def confirm(self, request: ConfirmRequest) -> bool:
+        """Ask the user; False means do not do it."""
+        ...
+
+    def resource(self, key: str, factory: Callable[[], R]) -> R:
+        """The session's resource ``key`` (a shell, an interpreter), made on first use and
+        closed with the session."""
+        ...
+
+    def tool_env(self) -> dict[str, str]:
+        """The environment for processes tools start (no secrets in it)."""
+        ...
+
+    def functions(self) -> Mapping[str, Callable[..., Any]]:
+        """The functions the loaded tools make callable from code (the python tool)."""
+        ...

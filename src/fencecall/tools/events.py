@@ -1,0 +1,63 @@
+"""The hook points of a session and the data each one hands its hooks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..message import Message
+from .context import ToolContext
+from .hooks import HookPoint
+from .spec import ToolInvocation
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPreExecute:
+    invocation: ToolInvocation
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPostExecute:
+    invocation: ToolInvocation
+    results: tuple[Message, ...]
+    duration: float
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePreProcess:
+    context: ToolContext
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePostProcess:
+    context: ToolContext
+    message: Message
+    results: tuple[Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEvent:
+    context: ToolContext
+
+
+@dataclass(frozen=True, slots=True)
+class FileSave:
+    """A file a tool is about to write (pre) or has written (post)."""
+
+    context: ToolContext
+    path: Path
+    content: str
+    previous: str | None
+
+
+TOOL_PRE_EXECUTE: HookPoint[ToolPreExecute] = HookPoint("tool.pre_execute", can_block=True)
+TOOL_POST_EXECUTE: HookPoint[ToolPostExecute] = HookPoint("tool.post_execute")
+MESSAGE_PRE_PROCESS: HookPoint[MessagePreProcess] = HookPoint("message.pre_process",
+                                                              can_block=True)
+MESSAGE_POST_PROCESS: HookPoint[MessagePostProcess] = HookPoint("message.post_process")
+SESSION_START: HookPoint[SessionEvent] = HookPoint("session.start")
+SESSION_END: HookPoint[SessionEvent] = HookPoint("session.end")
+FILE_PRE_SAVE: HookPoint[FileSave] = HookPoint("file.pre_save", can_block=True)
+FILE_POST_SAVE: HookPoint[FileSave] = HookPoint("file.post_save")
