@@ -2,7 +2,8 @@
 
 Prints a table per section and writes the numbers to ``benchmarks/results/<time>.json``:
 whole-text parse MB/s per format and shape, streaming totals for replies fed in 8-byte chunks,
-cold start, tool call overhead and peak memory for a 10 MB reply. If gptme is importable in
+cold start, tool call overhead, sandbox start and per-call cost, and peak memory for a 10 MB
+reply. If gptme is importable in
 the same environment, its parsers run on the same inputs and a ratio column shows
 fencecall's speed-up (gptme time / fencecall time), next to the number of calls each found
 (a parser that gives up is fast but finds nothing). All ratios come from one run.
@@ -23,7 +24,7 @@ from typing import Any
 
 from fencecall import StreamParser, parse_calls
 
-from . import gptme_adapter, tools
+from . import gptme_adapter, sandbox, tools
 from .inputs import SHAPES, SIZES, prose_with_blocks
 from .timing import best_seconds, mb_per_s
 
@@ -172,6 +173,7 @@ def main() -> None:
         f"Streaming, {STREAM_CHUNK}-byte chunks (total ms)": stream_section(),
         "Cold start (ms, best of several)": cold_start_section(),
         "Tool call overhead (median ms)": tools.measure(),
+        "Sandbox start and per-call cost (ms)": sandbox.measure(),
         "Peak memory": memory_section(),
     }
     meta = {"time": datetime.now(UTC).isoformat(), "python": platform.python_version(),

@@ -17,9 +17,9 @@ import fencecall
 PACKAGE = Path(fencecall.__file__).parent
 
 LAYERS = (
-    ("fencecall.errors", "fencecall.message", "fencecall.parsing"),
-    ("fencecall.config",),
+    ("fencecall.errors", "fencecall.message", "fencecall.parsing", "fencecall.secrecy"),
     ("fencecall.tools",),
+    ("fencecall.config",),
     ("fencecall.execution", "fencecall.providers"),
     ("fencecall.agent",),
     ("fencecall.cli",),

@@ -38,7 +38,13 @@ def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
     ('[providers.x]\nkind = "grpc"\n', "kind must be 'openai' or 'anthropic'"),
     ('[providers.x]\nkind = "openai"\napi_key = "sk-1"\n', "keep keys out of files"),
     ('format = "yaml"\n', "format"),
-    ("max_steps = 0\n", "max_steps must be a positive integer"),
+    ("max_steps = 0\n", "max_steps must be an integer of at least 1, got 0"),
+    ("max_tokens = 2.5\n", "max_tokens must be an integer of at least 1"),
+    ("retries = -1\n", "retries must be an integer of at least 0"),
+    ('timeout = "soon"\n', "timeout must be a number"),
+    ("network = 1\n", "network must be true or false"),
+    ('sandbox = "jail"\n', "sandbox must be one of read-only, workspace-write, off"),
+    ('pass_env = "PATH"\n', "pass_env must be a list"),
 ])
 def test_bad_config_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -7,7 +7,14 @@ environment (``api_key_env``) and held only in memory: nothing here is ever logg
     model = "openai/gpt-4o-mini"
     format = "markdown"
     tools = ["shell", "save", "patch", "read"]
-    max_steps = 30
+    max_steps = 30                # model replies per prompt before stopping
+    max_tokens = 4096             # output tokens asked of the model per reply
+    timeout = 600                 # seconds to wait for the model's server
+    retries = 2                   # tries again after a failed request or a broken stream
+    sandbox = "workspace-write"   # or "read-only", "off"
+    network = false               # let sandboxed commands reach the network
+    pass_env = ["GOPATH", "CARGO_*"]   # more variables tools may see (names or globs)
+    secrets = ["GITHUB_TOKEN"]    # more variables whose values are redacted from tool output
 
     [providers.local]
     kind = "openai"
@@ -25,6 +32,7 @@ from typing import Any, Literal, get_args
 
 from .errors import UserError
 from .parsing import MARKDOWN, CallFormat, get_format
+from .tools.runtime.sandbox import SandboxPolicy
 
 ProviderKind = Literal["openai", "anthropic"]
 PROVIDER_KINDS: tuple[ProviderKind, ...] = get_args(ProviderKind)
@@ -65,12 +73,25 @@ class Config:
     format: CallFormat = MARKDOWN
     tools: tuple[str, ...] | None = None
     max_steps: int = 30
+    max_tokens: int = 4096
+    timeout: float = 600.0
+    retries: int = 2
     home: Path = field(default_factory=lambda: Path.home() / ".local/share/fencecall")
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
+    sandbox: SandboxPolicy = SandboxPolicy.WORKSPACE_WRITE
+    network: bool = False
+    pass_env: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = ()
 
     def secret_env_names(self) -> frozenset[str]:
-        """Environment variables holding API keys (hidden from tools' processes)."""
-        return frozenset(p.api_key_env for p in self.providers.values() if p.api_key_env)
+        """Environment variables holding secrets: the providers' API keys and the ones the
+        user marked. Tools never see them; their values are redacted from tool output."""
+        keys = (p.api_key_env for p in self.providers.values() if p.api_key_env)
+        return frozenset((*keys, *self.secrets))
+
+    def secret_values(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The secrets set in ``env``, by variable name."""
+        return {name: env[name] for name in self.secret_env_names() if env.get(name)}
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -112,15 +133,50 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         raise ConfigError(f"{path}: format: {err}") from err
     tools = env.get("FENCECALL_TOOLS")
     tool_list = tools.split(",") if tools else data.get("tools")
-    max_steps = data.get("max_steps", 30)
-    if not isinstance(max_steps, int) or max_steps < 1:
-        raise ConfigError(f"{path}: max_steps must be a positive integer")
+    max_steps = _number(data, "max_steps", 30, path, minimum=1)
+    max_tokens = _number(data, "max_tokens", 4096, path, minimum=1)
+    retries = _number(data, "retries", 2, path, minimum=0)
+    timeout = _number(data, "timeout", 600.0, path, minimum=0.001, whole=False)
+    try:
+        sandbox = SandboxPolicy(env.get("FENCECALL_SANDBOX") or data.get("sandbox",
+                                                                        "workspace-write"))
+    except ValueError:
+        choices = ", ".join(policy.value for policy in SandboxPolicy)
+        raise ConfigError(f"{path}: sandbox must be one of {choices}") from None
+    network = data.get("network", False)
+    if not isinstance(network, bool):
+        raise ConfigError(f"{path}: network must be true or false")
     home = env.get("FENCECALL_HOME")
     return Config(
         model=env.get("FENCECALL_MODEL") or data.get("model"),
         format=fmt,
         tools=tuple(t.strip() for t in tool_list if t.strip()) if tool_list else None,
-        max_steps=max_steps,
+        max_steps=int(max_steps),
+        max_tokens=int(max_tokens),
+        timeout=float(timeout),
+        retries=int(retries),
         home=Path(home).expanduser() if home else Config().home,
         providers=providers,
+        sandbox=sandbox,
+        network=network,
+        pass_env=_names(data, "pass_env", path),
+        secrets=_names(data, "secrets", path),
     )
+
+
+def _number(data: Mapping[str, Any], key: str, default: float, path: Path, *, minimum: float,
+            whole: bool = True) -> float:
+    value = data.get(key, default)
+    numeric = isinstance(value, int) or (isinstance(value, float) and not whole)
+    if isinstance(value, bool) or not numeric or value < minimum:
+        kind = "an integer" if whole else "a number"
+        raise ConfigError(f"{path}: {key} must be {kind} of at least {minimum:g}, "
+                          f"got {value!r}")
+    return float(value)
+
+
+def _names(data: Mapping[str, Any], key: str, path: Path) -> tuple[str, ...]:
+    value = data.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{path}: {key} must be a list of environment variable names")
+    return tuple(value)

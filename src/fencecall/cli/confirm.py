@@ -1,31 +1,208 @@
-"""Asking the person at the terminal before a tool changes something."""
+"""Asking the person at the terminal before a tool changes something.
+
+The question comes after the *complete* call: the tool, the call as the model wrote it
+(langtag and argline, or its named arguments as JSON), its whole body, the arguments it was
+bound to that the written call does not show (defaults, say), and the preview (a diff for
+file edits) where that says something the body does not. All of it goes through
+:func:`~fencecall.cli.visible.visible`, so an escape sequence, a carriage return or a bidi
+override in a call is shown (``␛[2K``, ``␍``, ``<U+202E>``), never interpreted, and nothing
+is read as rich markup. A very long part is shown as its head and tail around a marker line
+saying how much is left out; answering ``v`` prints everything and asks again.
+"""
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TextIO
 
 from rich.console import Console
-from rich.markup import escape
 from rich.syntax import Syntax
+from rich.text import Text
 
 from ..execution import auto_no, auto_yes
 from ..tools import ConfirmFunc, ConfirmRequest
+from .visible import json_visible, visible, visible_text
+
+MAX_LINES = 60
+"""A part of the call longer than this (or than :data:`MAX_CHARS`) is shown cut."""
+MAX_CHARS = 6000
+HEAD_LINES, HEAD_CHARS = 24, 2400
+TAIL_LINES, TAIL_CHARS = 12, 1200
+
+_LEXERS = {"shell": "bash", "ipython": "python", "python": "python"}
 
 
-def terminal_confirm(console: Console) -> ConfirmFunc:
-    """Show the call (and its preview, a diff for file edits) and ask y/N."""
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One part of a confirmation: a label line (may be empty) and a text shown in full."""
+
+    label: str
+    text: str
+    lexer: str = "text"
+    numbered: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Excerpt:
+    """The head and tail of a long text, and what lies between them."""
+
+    head: str
+    tail: str
+    tail_line: int
+    hidden_lines: int
+    hidden_chars: int
+
+    @property
+    def marker(self) -> str:
+        lines = f"{self.hidden_lines} line{'' if self.hidden_lines == 1 else 's'}"
+        return (f"[… {lines} not shown ({self.hidden_chars:,} characters) — answer v to view "
+                "the whole call …]")
+
+
+def excerpt(text: str) -> Excerpt | None:
+    """The head and tail of ``text`` if it is too long to show whole, else None.
+
+    The head is the first :data:`HEAD_LINES` lines (at most :data:`HEAD_CHARS` characters),
+    the tail the last :data:`TAIL_LINES` lines (at most :data:`TAIL_CHARS`)."""
+    if len(text) <= MAX_CHARS and text.count("\n") < MAX_LINES:
+        return None
+    head_end = 0
+    for _ in range(HEAD_LINES):
+        newline = text.find("\n", head_end)
+        head_end = len(text) if newline < 0 else newline + 1
+        if newline < 0:
+            break
+    head_end = min(head_end, HEAD_CHARS)
+    tail_start = len(text) - 1 if text.endswith("\n") else len(text)  # a final \n ends a line
+    for _ in range(TAIL_LINES):
+        tail_start = text.rfind("\n", 0, tail_start)
+        if tail_start < 0:
+            break
+    tail_start = max(tail_start + 1, len(text) - TAIL_CHARS, head_end)
+    hidden = text[head_end:tail_start]
+    if not hidden:
+        return None
+    # lines wholly or partly hidden: a hidden part that ends inside a line touches one more
+    hidden_lines = hidden.count("\n") + (0 if hidden.endswith("\n") else 1)
+    return Excerpt(text[:head_end], text[tail_start:], text.count("\n", 0, tail_start) + 1,
+                   hidden_lines, len(hidden))
+
+
+def _json(value: Any, indent: int | None = None) -> str:
+    """JSON as a person reads it: non-ASCII letters as they are, but everything visible()
+    would replace as a ``\\uXXXX`` escape (still valid JSON)."""
+    return json_visible(json.dumps(value, ensure_ascii=False, indent=indent, default=str))
+
+
+def parts(request: ConfirmRequest) -> list[Part]:
+    """What a confirmation shows, in order, before the question (the text not yet made
+    visible; :func:`render_confirmation` does that)."""
+    call = request.call
+    lexer = _LEXERS.get(request.tool, "text")
+    if call.is_codeblock:
+        written = "```" + " ".join(filter(None, (call.name, call.argline)))
+    else:
+        written = " ".join(filter(None, (call.name, call.argline)))
+        details = [f"id {call.call_id}"] if call.call_id else []
+        written += f"  ({', '.join([*details, f'{call.format} format'])})"
+    shown = [Part("call: ", written)]
+    if call.kwargs:
+        shown.append(Part("arguments:", _json(dict(call.kwargs), 2), "json", True))
+    if call.content or not call.kwargs:
+        shown.append(Part("" if call.is_codeblock else "body:", call.content, lexer, True))
+    extra = _bound_extras(request.kwargs, call.content, call.kwargs)
+    if extra:
+        shown.append(Part("with: ", ", ".join(f"{k}={_json(v)}" for k, v in extra.items())))
+    preview = request.preview
+    if preview and preview != call.content:
+        first, newline, rest = preview.partition("\n")
+        if call.content and newline and rest.removesuffix("\n") == call.content.removesuffix(
+                "\n"):  # a heading over the body ("new file a.txt:"): no need to repeat it
+            shown.append(Part("preview: ", first + " (then the body above, as it is)"))
+        else:
+            preview_lexer = "diff" if preview.startswith(("---", "@@")) else lexer
+            shown.append(Part("preview:", preview, preview_lexer))
+    return shown
+
+
+def _bound_extras(bound: Mapping[str, Any], content: str,
+                  written: Mapping[str, Any]) -> dict[str, Any]:
+    """The bound arguments the written call does not already show as they are."""
+    return {key: value for key, value in bound.items()
+            if not (isinstance(value, str) and value == content and content)
+            and not (key in written and written[key] == value)}
+
+
+def _syntax(text: str, part: Part, start_line: int = 1) -> Syntax:
+    return Syntax(visible(text), part.lexer, word_wrap=True, line_numbers=part.numbered,
+                  start_line=start_line)
+
+
+def _print_part(console: Console, part: Part, complete: bool) -> bool:
+    """Print one part; True if it was cut."""
+    cut = None if complete else excerpt(part.text)
+    inline = part.label.endswith(" ")
+    if inline:  # a one-line part: the label and the text on one line
+        text = part.text if cut is None else cut.head
+        console.print(Text(part.label, style="bold").append(visible_text(text)))
+        if cut is not None:
+            console.print(Text(cut.marker, style="bold reverse yellow"))
+            console.print(visible_text(cut.tail))
+        return cut is not None
+    if part.label:
+        console.print(Text(part.label, style="bold"))
+    if not part.text:
+        console.print(Text("(empty)", style="dim italic"))
+        return False
+    if cut is None:
+        console.print(_syntax(part.text, part))
+        return False
+    console.print(_syntax(cut.head.removesuffix("\n"), part))
+    console.print(Text(cut.marker, style="bold reverse yellow"))
+    console.print(_syntax(cut.tail, part, cut.tail_line))
+    return True
+
+
+def render_confirmation(console: Console, request: ConfirmRequest, *,
+                        complete: bool = False) -> bool:
+    """Print the call ``request`` asks about (long parts cut unless ``complete``); True if
+    something was cut."""
+    console.rule(visible_text(request.tool, "bold yellow"), align="left", style="yellow")
+    cut = False
+    for part in parts(request):
+        cut = _print_part(console, part, complete) or cut
+    return cut
+
+
+def question(request: ConfirmRequest, cut: bool) -> Text:
+    """The prompt line: the request's question (made visible) and the answers."""
+    prompt = visible_text(request.question, "bold yellow")
+    if cut:
+        prompt.append(" (v: view the whole call)")
+    return prompt.append(" [y/N] ")
+
+
+def terminal_confirm(console: Console, stream: TextIO | None = None) -> ConfirmFunc:
+    """Show the complete call and ask y/N; ``v`` shows it uncut and asks again. Anything but
+    y/yes, end of input included, declines. ``stream`` replaces stdin (for tests)."""
 
     def confirm(request: ConfirmRequest) -> bool:
-        name = request.tool
-        if request.preview:
-            lexer = "diff" if request.preview.startswith(("---", "@@")) else (
-                "bash" if name == "shell" else "python" if name == "ipython" else "text")
-            console.print(Syntax(request.preview, lexer, word_wrap=True))
-        try:
-            answer = console.input(f"[bold yellow]{escape(request.question)}[/] \\[y/N] ")
-        except EOFError:
-            return False
-        return answer.strip().lower() in ("y", "yes")
+        complete = False
+        while True:
+            cut = render_confirmation(console, request, complete=complete)
+            try:
+                answer = console.input(question(request, cut), stream=stream)
+            except EOFError:
+                console.print()
+                return False
+            answer = answer.strip().lower()
+            if answer in ("v", "view"):
+                complete = True
+                continue
+            return answer in ("y", "yes")
 
     return confirm
 

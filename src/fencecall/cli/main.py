@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 
 from ..errors import UserError
 from .arguments import COMMANDS, build_parser
+from .visible import visible
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,16 +21,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments.insert(0, "chat")
     args = parser.parse_args(arguments)
     module_name, _, function = args.handler.partition(":")
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _exit_cleanly)
     try:
         handler = getattr(importlib.import_module(module_name), function)
         code: int = handler(args)
     except UserError as err:
-        print(f"fencecall: {err}", file=sys.stderr)
+        print(f"fencecall: {visible(str(err))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fencecall: interrupted", file=sys.stderr)
         return 130
     return code
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    """SIGTERM and SIGHUP end the run as Ctrl-C does: every ``finally`` runs, so the tools'
+    processes are killed, temporary folders removed and the log is complete."""
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,13 @@ import sys
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
-from ..execution import Session
+from ..config import load_config
 from ..message import Message
 from .confirm import choose_confirm
 from .inputs import read_text
-from .options import toolchain_of, workspace_of
+from .options import session_of
+from .visible import json_visible, visible_text
 
 
 def _result_json(message: Message) -> dict[str, Any]:
@@ -26,21 +26,19 @@ def _result_json(message: Message) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     text = read_text(args.reply)
     console = Console(stderr=args.json, highlight=False)
-    workspace = workspace_of(args)
-    toolchain = toolchain_of(args, workspace)
+    config = load_config()
     confirm = choose_confirm(console, yes=args.yes)
     results: list[Message] = []
-    with Session(toolchain, workspace=workspace, confirm=confirm, fmt=args.format,
-                 extra_roots=args.root) as session:
+    with session_of(args, config, confirm, args.format) as session:
         for message in session.execute(text):
             results.append(message)
             if not args.json:
                 tool = message.metadata.get("tool", "fencecall")
-                console.rule(f"[bold]{escape(str(tool))}[/]", align="left")
-                console.print(message.content, markup=False)
+                console.rule(visible_text(str(tool), "bold"), align="left")
+                console.print(visible_text(message.content))
     if args.json:
-        json.dump([_result_json(m) for m in results], sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
+        document = json.dumps([_result_json(m) for m in results], ensure_ascii=False, indent=2)
+        sys.stdout.write(json_visible(document) + "\n")
     elif not results:
         console.print("No tool calls found.")
     if any(m.metadata.get("status") == "declined" for m in results) and not args.yes:

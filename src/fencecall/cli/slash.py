@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..agent import Agent
 from .display import Display
+from .visible import visible_text
 
 
 class ExitChat(Exception):
@@ -24,14 +25,14 @@ def _help(agent: Agent, display: Display, arg: str) -> None:
         display.console.print(f"/{name:<8} {command.help}", markup=False)
     for spec in agent.session.toolchain.tools:
         for tool_command in spec.commands:
-            display.console.print(f"/{tool_command.name:<8} {tool_command.help} "
-                                  f"({spec.name})", markup=False)
+            display.console.print(visible_text(f"/{tool_command.name:<8} {tool_command.help} "
+                                               f"({spec.name})"))
 
 
 def _tools(agent: Agent, display: Display, arg: str) -> None:
     for spec in agent.session.toolchain.tools:
         tags = ", ".join(spec.block_types)
-        display.console.print(f"{spec.name:<10} {spec.desc}  [{tags}]", markup=False)
+        display.console.print(visible_text(f"{spec.name:<10} {spec.desc}  [{tags}]"))
 
 
 def _undo(agent: Agent, display: Display, arg: str) -> None:
@@ -73,6 +74,6 @@ def run_slash(line: str, agent: Agent, display: Display) -> None:
         return
     output = agent.session.run_command(line)
     if output is None:
-        display.console.print(f"Unknown command /{name}; /help lists them.", markup=False)
+        display.console.print(visible_text(f"Unknown command /{name}; /help lists them."))
     elif output:
-        display.console.print(output, markup=False)
+        display.console.print(visible_text(output))

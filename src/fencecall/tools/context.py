@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..parsing import ToolCall
 from .hooks import HookRegistry
+from .runtime.sandbox import Sandbox
 
 R = TypeVar("R")
 
@@ -47,6 +48,11 @@ class ToolContext(Protocol):
 
     @property
     def hooks(self) -> HookRegistry: ...
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """Where the session's processes run: what the operating system lets them do."""
+        ...
 
     def confirm(self, request: ConfirmRequest) -> bool:
         """Ask the user; False means do not do it."""

@@ -37,7 +37,7 @@ def execute_python(invocation: ToolInvocation) -> Message:
     context = invocation.context
     interpreter = context.resource(
         "python", lambda: PythonSession(context.workspace, context.functions(),
-                                        env=context.tool_env()))
+                                        env=context.tool_env(), sandbox=context.sandbox))
     result = interpreter.run(code, timeout=timeout)
     return system(format_result(result, timeout), raised=result.error is not None)
 

@@ -16,11 +16,19 @@ DEFAULT_TIMEOUT = 60
 def _shell(invocation: ToolInvocation) -> ShellSession:
     context = invocation.context
     return context.resource("shell", lambda: ShellSession(
-        context.workspace, env=context.tool_env(), output_limit=DEFAULT_LIMIT))
+        context.workspace, env=context.tool_env(), output_limit=DEFAULT_LIMIT,
+        sandbox=context.sandbox))
+
+
+def runs_read_only(invocation: ToolInvocation) -> bool:
+    """Whether the call runs unasked, in a one-shot read-only sandbox: the classifier must
+    call it read-only *and* the sandbox must be enforced, so a command the classifier gets
+    wrong still cannot write anything or reach the network."""
+    return invocation.context.sandbox.enforced and is_read_only(invocation.kwargs["command"])
 
 
 def format_result(command: str, result: ShellResult, timeout: float) -> str:
-    first_line = command.strip().splitlines()[0] if command.strip() else ""
+    first_line = command.strip().split("\n")[0]  # only \n ends a line for bash
     shown = first_line if len(first_line) <= 80 else first_line[:77] + "..."
     parts = [f"Ran command: `{shown}`" if "`" not in shown else f"Ran command: {shown}"]
     if result.stdout:
@@ -46,7 +54,8 @@ def execute_shell(invocation: ToolInvocation) -> Message:
     timeout = invocation.kwargs.get("timeout", DEFAULT_TIMEOUT)
     if timeout <= 0:
         raise ToolError("shell: timeout must be a positive number of seconds.")
-    result = _shell(invocation).run(command, timeout=timeout)
+    result = _shell(invocation).run(command, timeout=timeout,
+                                    read_only=runs_read_only(invocation))
     return system(format_result(command, result, timeout),
                   exit_code=result.exit_code, timed_out=result.timed_out)
 
@@ -66,7 +75,7 @@ tool = ToolSpec(
                   required=False, default=DEFAULT_TIMEOUT),
     ),
     content_param="command",
-    confirm=lambda invocation: not is_read_only(invocation.kwargs["command"]),
+    confirm=lambda invocation: not runs_read_only(invocation),
     preview=lambda invocation: invocation.kwargs["command"],
     hints=frozenset({"exec"}),
     examples=(

@@ -7,6 +7,11 @@ from ...parsing.formats import fence_for
 DEFAULT_LIMIT = 16_000
 
 
+def cut_note(count: int, unit: str = "characters") -> str:
+    """The one marker every tool uses where it left out the middle of something."""
+    return f"[... {count} {unit} cut ...]"
+
+
 def truncate_middle(text: str, limit: int = DEFAULT_LIMIT) -> str:
     """Keep the start and the end of ``text``; say how much was cut from the middle.
 
@@ -16,7 +21,7 @@ def truncate_middle(text: str, limit: int = DEFAULT_LIMIT) -> str:
         return text
     half = limit // 2
     cut = len(text) - 2 * half
-    return f"{text[:half]}\n[... {cut} characters cut ...]\n{text[-half:]}"
+    return f"{text[:half]}\n{cut_note(cut)}\n{text[-half:]}"
 
 
 def fenced(label: str, text: str) -> str:

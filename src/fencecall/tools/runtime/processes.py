@@ -1,4 +1,4 @@
-"""Stopping the helper processes the tools keep running."""
+"""Starting, finding and stopping the helper processes the tools keep running."""
 
 from __future__ import annotations
 
@@ -6,6 +6,60 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_pool: ThreadPoolExecutor | None = None
+"""One thread that starts sandboxed processes; made on first use, idle pool threads never
+exit."""
+_pool_lock = threading.Lock()
+
+
+def _steady_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fencecall-spawn")
+        return _pool
+
+
+def _forget_pool() -> None:
+    """In a forked child: the pool's thread (and maybe the lock's holder) did not come along."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
+def start_process(argv: Sequence[str], *, steady: bool,
+                  **options: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(argv, **options)``; with ``steady``, forked from a thread that lives
+    as long as fencecall. bwrap's ``--die-with-parent`` is PR_SET_PDEATHSIG, which fires when
+    the *thread* that forked bwrap ends: a sandbox started from a short-lived worker thread
+    would die with that thread."""
+    if not steady:
+        return _popen(argv, options)
+    future = _steady_pool().submit(_popen, argv, options)
+    try:
+        proc: subprocess.Popen[bytes] = future.result()
+    except BaseException:  # Ctrl-C while waiting: the process may still start; stop it then
+        future.add_done_callback(_kill_started)
+        raise
+    return proc
+
+
+def _popen(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, **options)
+
+
+def _kill_started(future: Future[subprocess.Popen[bytes]]) -> None:
+    if future.exception() is None:
+        kill_group(future.result())
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -14,3 +68,77 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    pid: int
+    ppid: int
+    sid: int
+
+
+def live_processes() -> list[ProcessInfo]:
+    """Every live process, zombies left out (Linux /proc; elsewhere ``ps``)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return _ps_processes()
+    found = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 3 and fields[0] != "Z":
+            found.append(ProcessInfo(int(entry.name), int(fields[1]), int(fields[3])))
+    return found
+
+
+def _ps_processes() -> list[ProcessInfo]:
+    out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,sess=,stat="], capture_output=True,
+                         text=True)
+    found = []
+    for line in out.stdout.splitlines():
+        pid, ppid, sess, stat = ([*line.split(), "", "", "", ""])[:4]
+        if sess.isdigit() and not stat.startswith("Z"):
+            found.append(ProcessInfo(int(pid), int(ppid), int(sess)))
+    return found
+
+
+def descendants(root: int, table: Sequence[ProcessInfo]) -> list[int]:
+    """The pids below ``root`` in the process tree."""
+    children: dict[int, list[int]] = {}
+    for info in table:
+        children.setdefault(info.ppid, []).append(info.pid)
+    found: list[int] = []
+    queue = list(children.get(root, []))
+    while queue:
+        pid = queue.pop()
+        found.append(pid)
+        queue += children.get(pid, [])
+    return found
+
+
+def _namespace_pid(pid: int) -> int | None:
+    """``pid`` as its own pid namespace numbers it (the last NSpid field)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("NSpid:"):
+            return int(line.split()[-1])
+    return None
+
+
+def sandboxed_pid(bwrap: int, table: Sequence[ProcessInfo]) -> int | None:
+    """The host pid of the command that bwrap ``bwrap`` runs: bwrap's own init is pid 1 of the
+    sandbox's pid namespace and forks the command first, as pid 2. Orphans of the command are
+    re-parented to that init, so they are its children too."""
+    inits = [info.pid for info in table if info.ppid == bwrap]
+    for info in table:
+        if info.ppid in inits and _namespace_pid(info.pid) == 2:
+            return info.pid
+    return None

@@ -4,10 +4,15 @@ State lives in the child, so a crash or a hung extension cannot take fencecall d
 timeout the child gets SIGINT (a KeyboardInterrupt in the running code, which keeps the
 namespace); if it does not stop, it is killed and restarted, and the result says so.
 Functions registered by tools are stubs in the child that call back into this process.
+
+With an enforced :class:`Sandbox` the interpreter runs inside bwrap and shares no folder with
+fencecall: it talks over two pipes, and its stdout and stderr are unnamed temporary files that
+fencecall holds open, so there is no path inside that could be swapped for a symlink.
 """
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
@@ -20,9 +25,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from .processes import kill_group
+from .processes import kill_group, live_processes, sandboxed_pid, start_process
+from .sandbox import Sandbox, SandboxPolicy
 
 DRIVER = Path(__file__).with_name("python_driver.py")
 _INTERRUPT_GRACE = 2.0
@@ -42,11 +48,12 @@ class PythonSession:
     """One interpreter subprocess with a namespace that persists between :meth:`run` calls."""
 
     def __init__(self, cwd: Path, functions: Mapping[str, Callable[..., Any]] | None = None,
-                 env: Mapping[str, str] | None = None):
+                 env: Mapping[str, str] | None = None, sandbox: Sandbox | None = None):
         self._cwd = cwd
         self._env = dict(env) if env is not None else None
         self._functions = dict(functions or {})
-        self._dir = Path(tempfile.mkdtemp(prefix="fencecall-python-"))
+        self._sandbox = sandbox or Sandbox(SandboxPolicy.OFF)
+        self._out, self._err = _output_file(), _output_file()
         self._ids = itertools.count(1)
         self._proc: subprocess.Popen[bytes] | None = None
         self._start()
@@ -54,19 +61,19 @@ class PythonSession:
     def _start(self) -> None:
         request_read, self._request_fd = os.pipe()
         self._reply_fd, reply_write = os.pipe()
-        out = (self._dir / "out").open("ab")
-        err = (self._dir / "err").open("ab")
+        argv = self._sandbox.command(
+            [sys.executable, "-u", str(DRIVER), str(request_read), str(reply_write)],
+            cwd=self._cwd)
         try:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-u", str(DRIVER), str(request_read), str(reply_write)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=self._cwd,
+            self._proc = start_process(
+                argv, steady=self._sandbox.enforced, stdin=subprocess.DEVNULL,
+                stdout=self._out, stderr=self._err, cwd=self._cwd,
                 pass_fds=(request_read, reply_write), start_new_session=True, env=self._env)
         finally:
-            out.close()
-            err.close()
             os.close(request_read)
             os.close(reply_write)
         self._pending = b""
+        self._interpreter_pid: int | None = None
         if self._functions:
             self._send({"op": "functions", "names": sorted(self._functions)})
 
@@ -142,15 +149,25 @@ class PythonSession:
         self._send({"op": "return", "value": value})
 
     def _interrupt(self) -> None:
-        if self._proc is not None and self.alive():
-            os.kill(self._proc.pid, signal.SIGINT)
+        pid = self._interpreter()
+        if pid is not None and self.alive():
+            os.kill(pid, signal.SIGINT)
+
+    def _interpreter(self) -> int | None:
+        """The interpreter's pid: the process we started, or the one bwrap started (bwrap
+        passes no signals on)."""
+        if self._proc is None or not self._sandbox.enforced:
+            return None if self._proc is None else self._proc.pid
+        if self._interpreter_pid is None:
+            self._interpreter_pid = sandboxed_pid(self._proc.pid, live_processes())
+        return self._interpreter_pid
 
     def _take_output(self) -> tuple[str, str]:
         texts = []
-        for name in ("out", "err"):
-            path = self._dir / name
-            texts.append(path.read_bytes().decode("utf-8", errors="replace"))
-            os.truncate(path, 0)
+        for handle in (self._out, self._err):
+            handle.seek(0)
+            texts.append(handle.read().decode("utf-8", errors="replace"))
+            handle.truncate(0)
         return texts[0], texts[1]
 
     def _restart(self) -> None:
@@ -168,6 +185,14 @@ class PythonSession:
 
     def close(self) -> None:
         self._stop()
-        for name in ("out", "err"):
-            (self._dir / name).unlink(missing_ok=True)
-        self._dir.rmdir()
+        self._out.close()
+        self._err.close()
+
+
+def _output_file() -> IO[bytes]:
+    """An unnamed file the child appends to: in append mode its writes land at the end even
+    after we read from the start and truncate it."""
+    handle = tempfile.TemporaryFile()  # noqa: SIM115 (open as long as the session)
+    flags = fcntl.fcntl(handle.fileno(), fcntl.F_GETFL)
+    fcntl.fcntl(handle.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)
+    return handle

@@ -1,0 +1,192 @@
+"""An operating-system sandbox (bubblewrap) for the processes the shell and python tools run.
+
+The tools' own checks (which commands count as read-only, confirmation prompts) are advice
+for an honest model; a hostile one is stopped only by what the kernel enforces. ``bwrap``
+starts the process in fresh namespaces: the whole filesystem is mounted read-only except the
+workspace roots (under ``WORKSPACE_WRITE``) and the session's scratch folders; ``/tmp`` is
+private (empty, or a folder of the session's); ``/run`` is empty (it holds the sockets of
+docker, D-Bus and systemd, which would let a command start processes outside); the network is
+a loopback of its own unless allowed; ``/proc`` shows only the sandbox's processes, so
+fencecall's environment cannot be read back through it; every capability is dropped, so root
+inside cannot remount anything writable. Commands keep fencecall's uid (root stays root),
+which keeps file ownership and git's safe-directory checks as they were.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+
+INSTALL_HINT = "apt-get install -y bubblewrap"
+_PROBE_TIMEOUT = 10.0
+
+
+class SandboxPolicy(StrEnum):
+    READ_ONLY = "read-only"
+    """The whole filesystem read-only (the workspace too), no network, private /tmp (read-only
+    too when it is a folder given as ``Sandbox.tmp``)."""
+    WORKSPACE_WRITE = "workspace-write"
+    """Writes only in the writable roots and a private /tmp; no network unless allowed."""
+    OFF = "off"
+    """No sandbox: processes run with fencecall's own rights."""
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSupport:
+    available: bool
+    reason: str
+    """When not available: why, and how to install bubblewrap."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Bwrap:
+    """What the probe found: the binary and the isolation flags this bwrap accepts."""
+
+    path: str
+    isolation: tuple[str, ...]
+
+
+_ISOLATION = (
+    "--unshare-all",  # user, ipc, pid, net, uts and cgroup namespaces
+    "--unshare-user",  # required by --disable-userns (--unshare-all only tries it)
+    "--disable-userns",  # no nested user namespace, so no capabilities regained inside
+    "--cap-drop", "ALL",  # as root, bwrap would otherwise keep every capability (remount rw)
+    "--die-with-parent",  # SIGKILL the sandbox when fencecall dies
+)
+_OLD_BWRAP_ISOLATION = tuple(f for f in _ISOLATION if f not in ("--unshare-user",
+                                                                "--disable-userns"))
+"""For bwrap before 0.8, which lacks --disable-userns; dropped capabilities still hold."""
+
+
+def _system_mounts(network: bool, tmp: Path | None) -> list[tuple[str, ...]]:
+    """The mounts every sandbox gets, as (flag, path...) tuples. ``/tmp`` is an empty tmpfs
+    or the folder ``tmp``; ``/run``, which holds the sockets of host daemons, is an empty
+    tmpfs."""
+    mounts = [("--ro-bind", "/", "/"), ("--dev", "/dev"), ("--proc", "/proc"),
+              # bwrap leaves /proc/sys writable when fencecall runs as root: sysctls check
+              # only for host uid 0, so kernel.core_pattern would run a program as host root
+              ("--ro-bind", "/proc/sys", "/proc/sys"),
+              ("--tmpfs", "/tmp") if tmp is None else ("--bind", str(tmp.resolve()), "/tmp")]
+    if os.path.isdir("/run") and not os.path.islink("/run"):
+        mounts.append(("--tmpfs", "/run"))
+    if network:  # name resolution may live under /run (systemd-resolved's stub-resolv.conf)
+        resolv = os.path.realpath("/etc/resolv.conf")
+        if resolv.startswith("/run/"):
+            mounts.append(("--ro-bind-try", resolv, resolv))
+    return mounts
+
+
+def _mount_args(system: list[tuple[str, ...]], binds: list[tuple[str, ...]]) -> list[str]:
+    """Mounts in an order where none hides another: parents before children (by depth of the
+    target), and at equal depth the sandbox's own before the caller's, so a workspace under
+    /tmp is bound after the private /tmp and a root of / cannot bring back the host's /proc."""
+    ordered = sorted([(0, mount) for mount in system] + [(1, mount) for mount in binds],
+                     key=lambda item: (len(Path(item[1][-1]).parts), item[0]))
+    return [arg for _, mount in ordered for arg in mount]
+
+
+@functools.cache
+def _probe() -> tuple[SandboxSupport, _Bwrap | None]:
+    """Run ``bwrap ... true`` once per process with the real flags: bwrap on PATH is not
+    enough (containers and some distributions forbid the namespaces it needs)."""
+    path = shutil.which("bwrap")
+    if path is None:
+        return SandboxSupport(False, f"bwrap (bubblewrap) is not installed; install it with "
+                                     f"`{INSTALL_HINT}`."), None
+    error = ""
+    mounts = _mount_args(_system_mounts(network=False, tmp=None), [])
+    for isolation in (_ISOLATION, _OLD_BWRAP_ISOLATION):
+        try:
+            done = subprocess.run([path, *isolation, *mounts, "--", "true"],
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=_PROBE_TIMEOUT)
+        except (OSError, subprocess.SubprocessError) as err:
+            error = str(err)
+            break
+        if done.returncode == 0:
+            return SandboxSupport(True, ""), _Bwrap(path, isolation)
+        error = done.stderr.strip() or f"exit status {done.returncode}"
+    return SandboxSupport(False, f"bwrap cannot create its sandbox here ({error}); it needs "
+                                 f"user namespaces (not allowed in unprivileged containers) and "
+                                 f"a working bubblewrap (`{INSTALL_HINT}`)."), None
+
+
+def sandbox_support() -> SandboxSupport:
+    """Whether commands can run sandboxed on this machine; probed once, never raises."""
+    return _probe()[0]
+
+
+def _covers(outer: Path, inner: Path) -> bool:
+    return inner == outer or outer in inner.parents
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    policy: SandboxPolicy
+    writable: tuple[Path, ...] = ()
+    """The workspace roots: writable under WORKSPACE_WRITE, visible under every policy."""
+    network: bool = False
+    tmp: Path | None = None
+    """A host folder to mount as /tmp, so the sandboxes given the same one share it (a shell
+    and its read-only runs; shell and python); writable like the roots, so read-only under
+    READ_ONLY. None: an empty /tmp of the sandbox's own, writable under every policy."""
+
+    @property
+    def enforced(self) -> bool:
+        return self.policy is not SandboxPolicy.OFF
+
+    def read_only(self) -> Sandbox:
+        """The same sandbox with nothing writable but scratch folders (OFF stays OFF)."""
+        return replace(self, policy=SandboxPolicy.READ_ONLY) if self.enforced else self
+
+    def command(self, argv: Sequence[str], *, scratch: Sequence[Path] = (),
+                cwd: Path | None = None) -> list[str]:
+        """``argv`` wrapped in bwrap (unchanged when OFF). ``scratch`` folders stay writable
+        under every policy: they hold the session's own command and output files."""
+        if not self.enforced:
+            return list(argv)
+        bwrap = _probe()[1] or _Bwrap("bwrap", _ISOLATION)
+        args = [bwrap.path, *bwrap.isolation]
+        if self.network:
+            args.append("--share-net")
+        args += _mount_args(_system_mounts(self.network, self.tmp), self._binds(scratch, cwd))
+        if self.tmp is not None and self.policy is SandboxPolicy.READ_ONLY:
+            # only now: bwrap had to create mount points for the binds below /tmp there
+            args += ["--remount-ro", "/tmp"]
+        if cwd is not None:
+            args += ["--chdir", str(cwd.resolve())]
+        return [*args, "--", *argv]
+
+    def _binds(self, scratch: Sequence[Path], cwd: Path | None) -> list[tuple[str, ...]]:
+        """Bind mounts for the roots, scratch folders and a cwd outside them (which may be
+        under the private /tmp). Paths are resolved: a workspace reached through a symlink
+        under /tmp would not exist inside."""
+        root_flag = ("--bind-try" if self.policy is SandboxPolicy.WORKSPACE_WRITE
+                     else "--ro-bind-try")
+        binds = [(root_flag, path.resolve()) for path in self.writable]
+        binds += [("--bind", path.resolve()) for path in scratch]
+        if cwd is not None and not any(_covers(path, cwd.resolve()) for _, path in binds):
+            binds.append(("--ro-bind-try", cwd.resolve()))
+        return [(flag, str(path), str(path)) for flag, path in binds]
+
+
+def choose_sandbox(policy: SandboxPolicy | str, writable: Sequence[Path], *,
+                   network: bool = False) -> tuple[Sandbox, str | None]:
+    """The sandbox to use and a warning to show once: where bwrap is missing or cannot create
+    its namespaces, commands run unsandboxed (OFF), never silently."""
+    chosen = SandboxPolicy(policy)
+    roots = tuple(Path(path) for path in writable)
+    if chosen is SandboxPolicy.OFF:
+        return Sandbox(chosen, roots, network), None
+    support = sandbox_support()
+    if support.available:
+        return Sandbox(chosen, roots, network), None
+    return Sandbox(SandboxPolicy.OFF, roots, network), (
+        f"The {chosen} sandbox is not available, so shell and python commands run WITHOUT "
+        f"operating-system protection: {support.reason}")

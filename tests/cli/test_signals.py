@@ -1,0 +1,55 @@
+"""SIGTERM and SIGHUP end a run cleanly: no process, temporary folder or torn log is left."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+F = "```"
+
+
+def _sleepers(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if cmdline.startswith("sleep") and marker in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def _scratch() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("fencecall-*")}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sandbox", ["workspace-write", "off"])
+def test_a_signal_mid_call_kills_the_tools_and_cleans_up(signum: int, sandbox: str,
+                                                         tmp_path: Path) -> None:
+    marker = f"{4000 + signum}.{len(sandbox)}"
+    reply = tmp_path / "reply.md"
+    reply.write_text(f"{F}shell\nsleep {marker} & sleep {marker}\n{F}\n")
+    before = _scratch()
+    proc = subprocess.Popen([sys.executable, "-m", "fencecall.cli.main", "run", "-y",
+                             "--sandbox", sandbox, "-w", str(tmp_path / "ws"), str(reply)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while len(_sleepers(marker)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(_sleepers(marker)) == 2, "the command never started"
+    proc.send_signal(signum)
+    assert proc.wait(timeout=20) == 128 + signum
+    deadline = time.monotonic() + 5
+    while _sleepers(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sleepers(marker) == []
+    assert _scratch() <= before
