@@ -82,6 +82,58 @@ def _tool_call(n: int) -> str:
     return f'@shell(call_{n}): {{"command": "echo {{}} {n} done"}}'
 
 
+def _hermes_call(n: int) -> str:
+    return ('<tool_call>\n{"name": "shell", "arguments": {"command": "grep -rn \\"{x}\\" '
+            f'src/{n}"}}}}\n</tool_call>')
+
+
+def _qwen3_coder_call(n: int) -> str:
+    return (f"<tool_call>\n<function=save>\n<parameter=path>\nsrc/m{n}.py\n</parameter>\n"
+            f"<parameter=content>\ndef f{n}(a, b):\n    return a < b and {{b: a}}\n"
+            "</parameter>\n</function>\n</tool_call>")
+
+
+def _pythonic_call(n: int) -> str:
+    return (f"[read(path='src/{n}.py'), shell(command=\"grep -n '[(]' src/{n}.py\", "
+            f"timeout={n % 60}, env={{'A': [1, None, True]}})]")
+
+
+def prose(size: int, seed: int = 0) -> str:
+    """Prose paragraphs without a single call: every candidate of ``auto`` reads to the end."""
+    return _join_until(size, "\n\n", lambda n, rng: " ".join(
+        _sentence(rng) for _ in range(rng.randint(1, 4))), seed)
+
+
+def hermes_calls(size: int, seed: int = 0) -> str:
+    """Prose with ``<tool_call>{json}</tool_call>`` calls."""
+    return _prose_with(_hermes_call, 0.2, size, seed)
+
+
+def many_hermes_calls(size: int, seed: int = 0) -> str:
+    """Back-to-back ``<tool_call>{json}</tool_call>`` calls."""
+    return _prose_with(_hermes_call, 1.0, size, seed)
+
+
+def qwen3_coder_calls(size: int, seed: int = 0) -> str:
+    """Prose with ``<tool_call><function=…><parameter=…>`` calls holding code."""
+    return _prose_with(_qwen3_coder_call, 0.2, size, seed)
+
+
+def many_qwen3_coder_calls(size: int, seed: int = 0) -> str:
+    """Back-to-back ``<function=…>`` calls."""
+    return _prose_with(_qwen3_coder_call, 1.0, size, seed)
+
+
+def pythonic_calls(size: int, seed: int = 0) -> str:
+    """Prose with ``[read(…), shell(…)]`` lists whose strings hold brackets."""
+    return _prose_with(_pythonic_call, 0.2, size, seed)
+
+
+def many_pythonic_calls(size: int, seed: int = 0) -> str:
+    """Back-to-back pythonic call lists."""
+    return _prose_with(_pythonic_call, 1.0, size, seed)
+
+
 def xml_calls(size: int, seed: int = 0) -> str:
     """Prose with ``<tool-use>`` calls."""
     return _prose_with(_xml_call, 0.2, size, seed)
@@ -121,5 +173,15 @@ SHAPES: dict[str, dict[str, Callable[[int], str]]] = {
     "tool": {"prose+calls": toolcall_calls, "many calls": many_toolcall_calls,
              "prose+blocks": prose_with_blocks},
 }
+
+OPEN_MODEL_SHAPES: dict[str, dict[str, Callable[[int], str]]] = {
+    "hermes": {"prose+calls": hermes_calls, "many calls": many_hermes_calls},
+    "qwen3-coder": {"prose+calls": qwen3_coder_calls, "many calls": many_qwen3_coder_calls},
+    "pythonic": {"prose+calls": pythonic_calls, "many calls": many_pythonic_calls},
+    "auto": {"prose+blocks": prose_with_blocks, "prose+hermes calls": hermes_calls,
+             "prose, no calls": prose},
+}
+"""The formats open models write, and auto; gptme reads none of them, so they are kept apart
+from :data:`SHAPES`, which ``benchmarks.run`` compares with gptme."""
 
 SIZES = {"10 KB": 10_000, "100 KB": 100_000, "1 MB": 1_000_000}

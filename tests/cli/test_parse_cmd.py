@@ -18,7 +18,9 @@ def fencecall(*args: str, stdin: bytes | None = None) -> subprocess.CompletedPro
 def test_parse_json_lists_calls_with_lines() -> None:
     result = fencecall("parse", str(EXAMPLE), "--json")
     assert result.returncode == 0, result.stderr
-    calls = json.loads(result.stdout)
+    parsed = json.loads(result.stdout)
+    assert parsed["diagnostics"] == []
+    calls = parsed["calls"]
     assert [(c["name"], c["argline"], c["line"]) for c in calls] == [
         ("shell", "", 3), ("save", "hello.py", 7), ("shell", "", 11)]
 
@@ -33,13 +35,27 @@ def test_parse_table_and_format_option(tmp_path: Path) -> None:
 
 def test_parse_stdin_and_binary_input(tmp_path: Path) -> None:
     result = fencecall("parse", "-", "--json", stdin=b"```shell\nls\n```\n")
-    assert json.loads(result.stdout)[0]["content"] == "ls"
+    assert json.loads(result.stdout)["calls"][0]["content"] == "ls"
     binary = tmp_path / "blob.bin"
     binary.write_bytes(b"\x00\xff\xfe\n```shell\n\x00ls\n```\n")
     result = fencecall("parse", str(binary), "--json")
     assert result.returncode == 0
     assert "looks binary" in result.stderr
-    assert json.loads(result.stdout)[0]["name"] == "shell"
+    assert json.loads(result.stdout)["calls"][0]["name"] == "shell"
+
+
+def test_parse_reports_diagnostics_and_exits_1(tmp_path: Path) -> None:
+    reply = tmp_path / "broken.md"
+    reply.write_text('Running it.\n```shell\nls\n```\nand then\n```shell\nrm -rf build\n')
+    result = fencecall("parse", str(reply), "--json")
+    assert result.returncode == 1
+    parsed = json.loads(result.stdout)
+    assert [c["content"] for c in parsed["calls"]] == ["ls"]
+    [diagnostic] = parsed["diagnostics"]
+    assert (diagnostic["kind"], diagnostic["line"], diagnostic["name"]) == ("unclosed", 6, "shell")
+    table = fencecall("parse", str(reply))
+    assert table.returncode == 1
+    assert "line 6: The ```shell block opened on line 6 was never closed" in table.stdout
 
 
 def test_parse_missing_file_and_bad_format_are_clear_errors(tmp_path: Path) -> None:

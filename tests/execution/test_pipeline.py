@@ -257,3 +257,23 @@ def test_informational_tools_are_not_run(toolchain: Toolchain, tmp_path: Path) -
 def test_execute_accepts_a_message(toolchain: Toolchain, tmp_path: Path) -> None:
     session = Session(toolchain, workspace=tmp_path)
     assert [m.content for m in session.execute(Message("assistant", f"{F}add 4\n{F}"))] == ["5"]
+
+
+def test_calls_that_cannot_run_are_told_in_their_place(toolchain: Toolchain,
+                                                       tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path, fmt="tool")
+    text = '@add(c1): {"a": 1}\n@add(c2): {"a": two}\n@add(c3): {"a": 3}\n@echo(c4): {"text":\n'
+    results = list(session.execute(text))
+    assert [m.content.split(" (")[0] for m in results] == [
+        "2", "The @add(c2) call on line 2 has arguments that are not valid JSON", "4",
+        "The @echo(c4) call on line 4 never ends"]
+    assert [m.status for m in results] == [None, Status.ERROR, None, Status.ERROR]
+    assert results[1].metadata["diagnostic"] == "malformed"
+
+
+def test_an_unclosed_block_is_told_only_if_it_names_a_tool(toolchain: Toolchain,
+                                                           tmp_path: Path) -> None:
+    session = Session(toolchain, workspace=tmp_path)
+    [told] = list(session.execute(f"{F}add 1\n{F}\n{F}echo\nhello\n"))[1:]
+    assert told.content.startswith(f"The {F}echo block opened on line 3 was never closed")
+    assert list(session.execute(f"Example:\n{F}python\nprint(1)\n")) == []

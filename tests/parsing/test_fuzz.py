@@ -56,6 +56,11 @@ HOSTILE = {
     "open json": "@a(b): " + "{" * 200_000,
     "many thinking opens": "<thinking>" * 100_000,
     "nul bytes": "\x00```shell\n\x00\n```\n" * 1000,
+    "many cdata sections in one call": "<tool-use><shell>" + "<![CDATA[x]]>" * 100_000
+                                       + "</shell></tool-use>",
+    "many broken json calls": '@a(b): {"x": 1\n' * 100_000,
+    "many unclosed xml calls": "<tool-use>\n" * 100_000,
+    "many ambiguous file blocks": "```save a.txt\nx\n```\nprose\n" * 20_000,
 }
 
 

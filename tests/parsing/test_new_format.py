@@ -11,7 +11,14 @@ import json
 from pathlib import Path
 
 from fencecall.execution import Session
-from fencecall.parsing import StreamParser, ToolCall, get_format, parse_calls, render
+from fencecall.parsing import (
+    Diagnostic,
+    StreamParser,
+    ToolCall,
+    get_format,
+    parse_calls,
+    render,
+)
 from fencecall.parsing.formats import CallScanner
 from fencecall.tools import Toolchain, render_call
 
@@ -24,6 +31,7 @@ class _LineScanner:
     def __init__(self) -> None:
         self._partial = ""
         self._offset = 0
+        self.diagnostics: list[Diagnostic] = []
 
     def feed(self, chunk: str) -> list[ToolCall]:
         text = self._partial + chunk

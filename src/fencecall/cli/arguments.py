@@ -7,12 +7,30 @@ command runs.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from .. import __version__
 from ..parsing import FORMATS, MARKDOWN
 
 COMMANDS = ("parse", "run", "chat", "list")
+SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
+
+
+def _at_least(minimum: float, kind: type[int] | type[float] = int
+              ) -> Callable[[str], float]:
+    """An argparse type: a number of ``kind`` no smaller than ``minimum``."""
+
+    def convert(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum:g}, got {text}")
+        return value
+
+    return convert
 
 
 def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | None) -> None:
@@ -28,6 +46,12 @@ def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | Non
                              "if missing)")
     parser.add_argument("--root", action="append", type=Path, default=[],
                         help="another folder file tools may touch (repeatable)")
+    parser.add_argument("--sandbox", choices=SANDBOX_POLICIES, default=None,
+                        help="what shell and python commands may do, enforced by bubblewrap: "
+                             "read-only, workspace-write (default: writes only in the "
+                             "workspace and --root folders), or off")
+    parser.add_argument("--network", action="store_true", default=None,
+                        help="let sandboxed commands reach the network")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parse = commands.add_parser(
         "parse", help="list the tool calls found in a saved model reply",
-        description="List the tool calls found in FILE (a saved model reply; - for stdin).")
+        description="List the tool calls found in FILE (a saved model reply; - for stdin), "
+                    "and what was meant as a call but cannot run (exit status 1).")
     parse.add_argument("file", metavar="FILE")
     parse.add_argument("--format", "-f", choices=list(FORMATS), default=MARKDOWN.name,
                        help="how the calls are written")
@@ -63,7 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--model", "-m", help="provider/name, e.g. openai/gpt-4o or local/qwen")
     chat.add_argument("--name", help="name for a new conversation")
     chat.add_argument("--resume", "-r", metavar="NAME", help="continue a conversation")
-    chat.add_argument("--max-steps", type=int, help="tool calls per prompt before stopping")
+    chat.add_argument("--max-steps", type=_at_least(1), metavar="N",
+                      help="model replies per prompt before stopping (exit status 1)")
+    chat.add_argument("--max-tokens", type=_at_least(1), metavar="N",
+                      help="output tokens asked of the model per reply")
+    chat.add_argument("--timeout", type=_at_least(0.001, float), metavar="SECONDS",
+                      help="how long to wait for the model's server")
+    chat.add_argument("--retries", type=_at_least(0), metavar="N",
+                      help="tries again after a failed request or a broken reply stream")
     _add_tool_options(chat, None)
     chat.set_defaults(handler="fencecall.cli.chat_cmd:run")
 

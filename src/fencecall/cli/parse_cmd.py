@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from typing import Any
 
-from ..parsing import ToolCall, parse_calls
+from ..parsing import ToolCall, parse
 from .inputs import read_text
+from .visible import json_visible, visible_text
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -31,7 +33,7 @@ def call_to_json(call: ToolCall, text: str) -> dict[str, Any]:
 
 def _preview(call: ToolCall, width: int = 60) -> str:
     text = call.content or json.dumps(dict(call.kwargs), ensure_ascii=False)
-    first = text.splitlines()[0] if text else ""
+    first = text.split("\n", 1)[0]  # not splitlines(): it also breaks at \r, \v, \x1c, U+2028…
     more = text.count("\n")
     shown = first if len(first) <= width else first[: width - 1] + "…"
     return shown + (f"  (+{more} lines)" if more else "")
@@ -39,20 +41,28 @@ def _preview(call: ToolCall, width: int = 60) -> str:
 
 def run(args: argparse.Namespace) -> int:
     text = read_text(args.file)
-    calls = parse_calls(text, args.format)
+    parsed = parse(text, args.format)
+    calls = parsed.calls
+    status = 1 if parsed.diagnostics else 0
     if args.json:
-        json.dump([call_to_json(c, text) for c in calls], sys.stdout, ensure_ascii=False,
-                  indent=2)
-        sys.stdout.write("\n")
-        return 0
+        document = json.dumps({"calls": [call_to_json(c, text) for c in calls],
+                               "diagnostics": [asdict(d) for d in parsed.diagnostics]},
+                              ensure_ascii=False, indent=2)
+        sys.stdout.write(json_visible(document) + "\n")
+        return status
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{len(calls)} call(s) in {args.file}", title_justify="left")
+    table = Table(title=visible_text(f"{len(calls)} call(s) in {args.file}"),
+                  title_justify="left")
     for column in ("#", "line", "tool", "args", "call id", "content"):
         table.add_column(column, overflow="fold")
-    for i, call in enumerate(calls, 1):
-        table.add_row(str(i), str(_line_of(text, call.start)), call.name, call.argline,
-                      call.call_id or "", _preview(call))
-    Console().print(table)
-    return 0
+    for i, call in enumerate(calls, 1):  # cells are Text: model text is never rich markup
+        table.add_row(str(i), str(_line_of(text, call.start)), visible_text(call.name),
+                      visible_text(call.argline), visible_text(call.call_id or ""),
+                      visible_text(_preview(call)))
+    console = Console()
+    console.print(table)
+    for diagnostic in parsed.diagnostics:
+        console.print(visible_text(f"line {diagnostic.line}: {diagnostic.message}", "red"))
+    return status

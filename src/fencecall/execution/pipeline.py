@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from ..errors import ToolError
 from ..message import Message, Status, system
-from ..parsing import ToolCall
+from ..parsing import Diagnostic, ToolCall
 from ..tools import Toolchain, ToolContext, ToolInvocation, ToolSpec
 from ..tools.events import (
     MESSAGE_POST_PROCESS,
@@ -37,10 +37,15 @@ from ..tools.spec import ExecuteResult
 
 
 class Runner(ToolContext, Protocol):
-    """What the pipeline needs: a tool context that also holds the loaded tools."""
+    """What the pipeline needs: a tool context that also holds the loaded tools and knows
+    which secrets to take out of results."""
 
     @property
     def toolchain(self) -> Toolchain: ...
+
+    def redact(self, text: str) -> str:
+        """``text`` with every known secret value replaced."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,19 +76,35 @@ def resolve(call: ToolCall, toolchain: Toolchain) -> ToolUse | None:
     return ToolUse(call, spec)
 
 
-def execute_calls(session: Runner, message: Message,
-                  calls: Iterable[ToolCall]) -> Iterator[Message]:
-    """Run ``calls``, which ``message`` made, through hooks and confirmation, in order."""
+def execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
+                  diagnostics: Iterable[Diagnostic] = ()) -> Iterator[Message]:
+    """Run ``calls``, which ``message`` made, through hooks and confirmation, in order.
+
+    ``diagnostics`` (what the parser found meant as a call but unable to run) are said to the
+    model in their place among the results. Every message that comes out, hook notes
+    included, has known secrets redacted before anyone shows, logs or sends it.
+    """
+    for result in _execute_calls(session, message, calls, diagnostics):
+        yield replace(result, content=session.redact(result.content))
+
+
+def _execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
+                   diagnostics: Iterable[Diagnostic]) -> Iterator[Message]:
     uses = [use for call in calls if (use := resolve(call, session.toolchain)) is not None]
+    notes = [_diagnostic_message(d) for d in diagnostics if _concerns_a_tool(d, session)]
     pre = session.hooks.run(MESSAGE_PRE_PROCESS, MessagePreProcess(session, message))
     yield from pre.messages
     results: list[Message] = []
     if pre.blocked is not None:
         skipped = _answer_each(uses, f"The message's tool calls were not run: "
                                f"{pre.blocked.reason}", Status.BLOCKED)
-        results += skipped
+        results += skipped + [note for _, note in notes]
         yield from skipped
+        yield from (note for _, note in notes)
     for index, use in enumerate(uses if pre.blocked is None else ()):
+        while notes and notes[0][0] < use.call.start:
+            results.append(notes.pop(0)[1])
+            yield results[-1]
         interrupted = False
         for result in _execute(session, use):
             results.append(result)
@@ -95,9 +116,24 @@ def execute_calls(session: Runner, message: Message,
             results += skipped
             yield from skipped
             break
+    if pre.blocked is None:
+        results += [note for _, note in notes]
+        yield from (note for _, note in notes)
     post = session.hooks.run(MESSAGE_POST_PROCESS,
                              MessagePostProcess(session, message, tuple(results)))
     yield from post.messages
+
+
+def _concerns_a_tool(diagnostic: Diagnostic, session: Runner) -> bool:
+    """An unclosed code block matters only if its langtag names a tool; the rest always do."""
+    if not diagnostic.codeblock or diagnostic.name is None:
+        return True
+    return resolve(ToolCall(diagnostic.name), session.toolchain) is not None
+
+
+def _diagnostic_message(diagnostic: Diagnostic) -> tuple[int, Message]:
+    return diagnostic.start, system(diagnostic.message, Status.ERROR,
+                                    diagnostic=diagnostic.kind)
 
 
 def _answer_each(uses: list[ToolUse], text: str, status: Status) -> list[Message]:

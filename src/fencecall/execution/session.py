@@ -1,23 +1,37 @@
 """Session: one conversation's execution environment.
 
 It owns what must not leak between conversations in one process: the loaded tools, the hooks,
-the confirmation policy, the workspace roots, and per-conversation resources such as the
-persistent shell. It satisfies :class:`~fencecall.tools.ToolContext`, the narrow view tools
-get of it.
+the confirmation policy, the workspace roots, the sandbox, the secrets, and per-conversation
+resources such as the persistent shell. It satisfies :class:`~fencecall.tools.ToolContext`,
+the narrow view tools get of it.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..message import Message
-from ..parsing import MARKDOWN, CallFormat, FormatLike, ToolCall, get_format, parse_calls
+from ..parsing import (
+    MARKDOWN,
+    CallFormat,
+    Diagnostic,
+    FormatLike,
+    ToolCall,
+    get_format,
+    parse,
+)
+from ..secrecy import Redactor, tool_environment
 from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, Toolchain
 from ..tools.events import SESSION_END, SESSION_START, SessionEvent
+from ..tools.runtime.sandbox import Sandbox, SandboxPolicy, choose_sandbox
 from .confirm import auto_no
 from .pipeline import execute_calls
 
@@ -27,22 +41,41 @@ R = TypeVar("R")
 class Session:
     """Tools, hooks, confirmation and resources for one conversation.
 
-    ``roots`` are the folders file tools may touch (the workspace, plus any the user added);
-    resources created through :meth:`resource` are closed by :meth:`close`; ``hidden_env``
-    names environment variables that processes started by tools must not see.
+    ``roots`` are the folders file tools may touch (the workspace, plus any the user added).
+    ``sandbox`` is a :class:`Sandbox` or a policy (``workspace-write`` by default: the roots
+    are writable, nothing else, no network unless ``network``); where bubblewrap cannot run,
+    a policy falls back to ``off`` with a warning. Tool processes see only the allow-listed
+    environment plus ``pass_env`` (names or globs); the values of ``secrets`` (name → value)
+    never reach them and are redacted from every result. Resources created through
+    :meth:`resource` are closed by :meth:`close`.
     """
 
     def __init__(self, toolchain: Toolchain, *, workspace: Path | str | None = None,
                  confirm: ConfirmFunc = auto_no, fmt: FormatLike = MARKDOWN,
                  extra_roots: Sequence[Path | str] = (), hooks: HookRegistry | None = None,
-                 hidden_env: Iterable[str] = ()):
+                 sandbox: Sandbox | SandboxPolicy | str = SandboxPolicy.WORKSPACE_WRITE,
+                 network: bool = False, pass_env: Iterable[str] = (),
+                 secrets: Mapping[str, str] | None = None):
         self.toolchain = toolchain
         self._workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self._roots = (self._workspace, *(Path(r).resolve() for r in extra_roots))
         self._confirm = confirm
         self.format: CallFormat = get_format(fmt)
         self._hooks = hooks or HookRegistry()
-        self.hidden_env = frozenset(hidden_env)
+        if isinstance(sandbox, Sandbox):
+            self._sandbox = sandbox
+        else:
+            self._sandbox, warning = choose_sandbox(sandbox, self._roots, network=network)
+            if warning:
+                warnings.warn(warning, RuntimeWarning, stacklevel=2)
+        self._tmp: Path | None = None
+        if self._sandbox.enforced and self._sandbox.tmp is None:
+            # One /tmp per conversation, shared by its shell and python, as it is unsandboxed.
+            self._tmp = Path(tempfile.mkdtemp(prefix="fencecall-tmp-"))
+            self._sandbox = replace(self._sandbox, tmp=self._tmp)
+        self._pass_env = tuple(pass_env)
+        self._secrets = dict(secrets or {})
+        self.redact = Redactor(self._secrets)
         self._resources: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
@@ -65,13 +98,17 @@ class Session:
     def hooks(self) -> HookRegistry:
         return self._hooks
 
+    @property
+    def sandbox(self) -> Sandbox:
+        return self._sandbox
+
     def confirm(self, request: ConfirmRequest) -> bool:
         return self._confirm(request)
 
     def tool_env(self) -> dict[str, str]:
-        """The environment for processes tools start: ours, minus secrets such as API keys,
-        so a model cannot read them back through a shell."""
-        return {k: v for k, v in os.environ.items() if k not in self.hidden_env}
+        """The environment for processes tools start: the allow-listed variables and those
+        the user passes, never a secret, so a model cannot read one back through a shell."""
+        return tool_environment(os.environ, self._pass_env, secret_names=self._secrets)
 
     def functions(self) -> Mapping[str, Callable[..., Any]]:
         return self.toolchain.functions()
@@ -92,11 +129,14 @@ class Session:
         """Run the tool calls in a model message, written in the session's format."""
         if isinstance(message, str):
             message = Message("assistant", message)
-        yield from execute_calls(self, message, parse_calls(message.content, self.format))
+        parsed = parse(message.content, self.format)
+        yield from execute_calls(self, message, parsed.calls, parsed.diagnostics)
 
-    def execute_calls(self, message: Message, calls: Iterable[ToolCall]) -> Iterator[Message]:
-        """Run calls already parsed from ``message`` (streamed or native ones)."""
-        yield from execute_calls(self, message, calls)
+    def execute_calls(self, message: Message, calls: Iterable[ToolCall],
+                      diagnostics: Iterable[Diagnostic] = ()) -> Iterator[Message]:
+        """Run calls already parsed from ``message`` (streamed or native ones), and tell the
+        model of the ``diagnostics``."""
+        yield from execute_calls(self, message, calls, diagnostics)
 
     def run_command(self, line: str) -> str | None:
         """Run a tool's slash command (``/name args``); None if no tool has it."""
@@ -118,6 +158,8 @@ class Session:
         self._hooks.run(SESSION_END, SessionEvent(self))
         for value in resources:
             _close(value)
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self) -> Session:
         return self

@@ -1,6 +1,6 @@
 """Parsing: find tool calls in model text. Dependency-free and linear-time."""
 
-from .api import StreamParser, parse_calls, parse_codeblocks, render
+from .api import Parsed, StreamParser, parse, parse_calls, parse_codeblocks, render
 from .formats import (
     FORMATS,
     MARKDOWN,
@@ -11,7 +11,7 @@ from .formats import (
     UnrepresentableCall,
     get_format,
 )
-from .model import Codeblock, ToolCall
+from .model import Codeblock, Diagnostic, ToolCall
 
 __all__ = [
     "FORMATS",
@@ -20,11 +20,14 @@ __all__ = [
     "XML",
     "CallFormat",
     "Codeblock",
+    "Diagnostic",
     "FormatLike",
+    "Parsed",
     "StreamParser",
     "ToolCall",
     "UnrepresentableCall",
     "get_format",
+    "parse",
     "parse_calls",
     "parse_codeblocks",
     "render",

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .formats import MARKDOWN, FormatLike, get_format
-from .model import Codeblock, ToolCall
+from .model import Codeblock, Diagnostic, ToolCall
 from .scanner import Scanner
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """What a reply holds: the calls to run, and what was meant as a call but cannot run."""
+
+    calls: list[ToolCall]
+    diagnostics: list[Diagnostic]
 
 
 def parse_codeblocks(text: str, *, streaming: bool = False) -> list[Codeblock]:
@@ -34,6 +44,15 @@ def parse_calls(text: str, fmt: FormatLike = MARKDOWN, *,
     return calls
 
 
+def parse(text: str, fmt: FormatLike = MARKDOWN) -> Parsed:
+    """The calls in the complete reply ``text`` and the diagnostics for those that will not
+    run (malformed, never closed, hidden in unclosed thinking)."""
+    scanner = get_format(fmt).scanner()
+    calls = scanner.feed(text)
+    calls += scanner.finish()
+    return Parsed(calls, list(scanner.diagnostics))
+
+
 def render(call: ToolCall, fmt: FormatLike) -> str:
     """``call`` written in ``fmt``; :class:`UnrepresentableCall` when it cannot be."""
     return get_format(fmt).render(call)
@@ -58,3 +77,9 @@ class StreamParser:
     def finish(self) -> list[ToolCall]:
         """End the stream; return the calls completed by its end."""
         return self._scanner.finish()
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """What was meant as a call but will not run, found so far (complete after
+        :meth:`finish`)."""
+        return list(self._scanner.diagnostics)

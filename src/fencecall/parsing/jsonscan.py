@@ -1,24 +1,23 @@
 """Find where a JSON object ends, resumably, without parsing it.
 
 Used for ``@name(id): {json}`` calls: brace counting that understands strings and escapes, so
-``{"a": "}"}`` ends at the right brace. It can be fed a stream piece by piece; each character is
-looked at once, so the total cost is linear in the length of the object.
+``{"a": "}"}`` ends at the right brace. Raw newlines and tabs inside strings are accepted
+(models write them constantly; the object is then read with ``strict=False``). It can be fed
+a stream piece by piece; each character is looked at once, so the total cost is linear in
+the length of the object.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 _OUTSIDE_STRING = re.compile(r'[{}"]')
-_INSIDE_STRING = re.compile(r'["\\\n]')
+_INSIDE_STRING = re.compile(r'["\\]')
 
 
 class JsonEndScanner:
-    """Tracks brace depth across calls to :meth:`scan`.
-
-    A raw newline inside a string is invalid JSON; the scanner reports it so that a broken call
-    cannot swallow the rest of a message.
-    """
+    """Tracks brace depth across calls to :meth:`scan`."""
 
     __slots__ = ("_depth", "_escaped", "_in_string")
 
@@ -27,13 +26,9 @@ class JsonEndScanner:
         self._in_string = False
         self._escaped = False
 
-    def scan(self, text: str, pos: int) -> tuple[str, int]:
-        """Scan ``text`` from ``pos``.
-
-        Returns ``("end", i)`` with ``i`` just past the closing brace, ``("more", len(text))``
-        when the object continues beyond ``text``, or ``("invalid", i)`` at a raw newline inside
-        a string.
-        """
+    def scan(self, text: str, pos: int) -> tuple[Literal["end", "more"], int]:
+        """Scan ``text`` from ``pos``: ``("end", i)`` with ``i`` just past the closing brace,
+        or ``("more", len(text))`` when the object continues beyond ``text``."""
         end = len(text)
         while pos < end:
             if self._escaped:
@@ -44,14 +39,11 @@ class JsonEndScanner:
                 m = _INSIDE_STRING.search(text, pos)
                 if m is None:
                     return "more", end
-                ch = m.group()
                 pos = m.end()
-                if ch == '"':
+                if m.group() == '"':
                     self._in_string = False
-                elif ch == "\\":
-                    self._escaped = True
                 else:
-                    return "invalid", m.start()
+                    self._escaped = True
                 continue
             m = _OUTSIDE_STRING.search(text, pos)
             if m is None:

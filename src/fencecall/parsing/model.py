@@ -50,6 +50,9 @@ class ToolCall:
     call_id: str | None = None
     start: int = 0
     format: str = FENCED
+    end: int = field(default=0, compare=False)
+    """Where the call's text ends (past its closing fence line, tag or bracket), so a reply
+    can be cut right after its first call; 0 where unknown. Not part of equality."""
 
     @property
     def is_codeblock(self) -> bool:
@@ -65,3 +68,23 @@ class ToolCall:
         """What the call *says*, ignoring where and how it was written (for comparisons)."""
         return (self.name, self.argline, self.content, tuple(sorted(self.kwargs.items())),
                 self.call_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """Something in a reply that was meant as a call but will not run, said so that the model
+    (and ``fencecall parse``) hears of it instead of the call being lost in silence.
+
+    ``message`` is written for the model and names the call and its line ("the ```shell
+    block opened on line 12 was never closed; nothing ran"). ``start`` is the offset where
+    the call began, ``line`` its 1-based line, ``kind`` a short tag (``unclosed``,
+    ``malformed``, ``hidden``), ``name`` the tool the call named, if it got that far.
+    ``codeblock`` marks a fenced block, whose langtag may name no tool at all (plain code).
+    """
+
+    kind: str
+    message: str
+    start: int
+    line: int
+    name: str | None = None
+    codeblock: bool = False

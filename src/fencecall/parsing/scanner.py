@@ -22,31 +22,35 @@ Fence rules (see ``docs`` in the README for examples):
   rest of the text; a closing tag without an opening one is dropped.
 * A block is final only once the line after its closing fence has begun, so a streaming
   consumer never sees a half-written block.
+* ``\r\n`` and lone ``\r`` line ends are read as ``\n`` (offsets are those of the normalised
+  text), so no carriage return reaches a command.
+* Tag and span syntaxes (:mod:`.syntax`) are found outside blocks and thinking. One that never
+  ends, or cannot be read, becomes a :class:`Diagnostic`, and the text after its opener is
+  read again, so a broken call never hides the calls after it.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from enum import Enum, auto
 from typing import Literal, NamedTuple
 
-from .jsonscan import JsonEndScanner
-from .model import FENCED, Codeblock, ToolCall
-from .xmlcalls import (
-    CDATA_CLOSE,
-    CDATA_OPEN,
-    NAME,
-    find_outside_cdata,
-    iter_function_calls,
-    iter_tool_use,
-)
+from .model import FENCED, Codeblock, Diagnostic, ToolCall
+from .syntax import EndFinder, Problem, SpanSyntax, TagSyntax
+from .xmlcalls import CDATA_CLOSE, CDATA_OPEN, find_outside_cdata
 
-_CALL_AT = re.compile(rf"@(?P<name>{NAME})\((?P<id>[^()\s]*)\):[ \t]*(?=\{{)")
-_XML_OPENERS = ("<tool-use>", "<function_calls>")
+_THINK_TAGS = ("<think>", "<thinking>")
+MAX_REREADS = 8
+"""How often the end of a reply is read again after a broken call: each is a pass over the
+rest, so a reply of many broken calls costs a bounded number of passes, not one each."""
 # A langtag whose first word is a document language, or whose last word is a document path.
 _DOCUMENT_LANGTAG = re.compile(r"(?i)^(?:markdown|md|mdx|rst)(?:\s|$)|\.(?:md|markdown|mdx|rst)$")
+# A path argument: has a folder, or a file extension.
+_FILE_ARGUMENT = re.compile(r"/|\.\w+$")
+# The first word of a language tag or tool name: word characters and . + # / ~ : - only.
+_LANGTAG_WORD = re.compile(r"[\w.+#/~:\-]+(?:\s|$)")
 
 Found = Codeblock | ToolCall
 
@@ -125,12 +129,23 @@ class _Mode(Enum):
     OUTSIDE = auto()
     FENCE = auto()
     THINK = auto()
-    XML = auto()
-    CALL = auto()
+    TAG = auto()
+    SPAN = auto()
 
 
-def _holds_documents(lang: str) -> bool:
-    return _DOCUMENT_LANGTAG.search(lang) is not None
+def _holds_files(lang: str) -> bool:
+    """Blocks that hold whole documents or files (``markdown``, ``save notes.txt``), whose
+    content may itself hold fenced examples."""
+    if _DOCUMENT_LANGTAG.search(lang) is not None:
+        return True
+    words = lang.split()
+    return len(words) >= 2 and _FILE_ARGUMENT.search(words[-1]) is not None
+
+
+def _is_langtag(info: str) -> bool:
+    """Whether a fence's info string starts like a language or tool name (three quotes,
+    ``<think>`` and ``thinking>`` do not)."""
+    return _LANGTAG_WORD.match(info.strip()) is not None
 
 
 def _is_glued(ticks: int, info: str) -> bool:
@@ -144,24 +159,40 @@ class _Fence:
     start: int
     body: int
     container: bool
-    nested: list[int] = field(default_factory=list)
+    line: int
+    nested: list[int]
     pending_close: int | None = None
+    pending_line: int = 0
+    fallback: tuple[int, int] | None = None
+    """The first bare fence that was read as opening a nested block although it could have
+    closed this one (its offset and line): if the block never closes, it closes there."""
 
 
 @dataclass(slots=True)
-class _Call:
-    name: str
-    call_id: str | None
+class _Tag:
+    syntax: TagSyntax
     start: int
-    brace: int
-    json_end: JsonEndScanner = field(default_factory=JsonEndScanner)
+    body: int
+    line: int
+    in_cdata: bool = False
 
 
 @dataclass(slots=True)
-class _Xml:
-    closing: str
+class _Span:
+    syntax: SpanSyntax
+    match: re.Match[str]
+    start: int
     body: int
-    in_cdata: bool = False
+    line: int
+    next_line: int
+    end: EndFinder
+
+
+@dataclass(slots=True)
+class _Think:
+    close: str
+    start: int
+    line: int
 
 
 class Scanner:
@@ -170,28 +201,46 @@ class Scanner:
     ``feed`` returns what became certain with that chunk; ``finish`` returns the rest once the
     text is complete. ``blocks`` says how code blocks are reported: as :class:`Codeblock`,
     as :class:`ToolCall` (blocks with a langtag, named by its first word), or not at all (the
-    ``xml`` format tracks them only to ignore calls written inside them). ``xml`` and
-    ``at_calls`` switch on the other two syntaxes; their value is the format name stamped on
-    the calls found in them.
+    ``xml`` format tracks them only to ignore calls written inside them). ``tags`` and
+    ``spans`` are the format's other call syntaxes. :attr:`diagnostics` collects the calls
+    that were meant but will not run.
     """
 
     def __init__(self, *, blocks: Literal["codeblock", "call", "none"] = "codeblock",
-                 xml: str | None = None, at_calls: str | None = None):
-        self._needles = ("```", "<think", *(_XML_OPENERS if xml else ()),
-                         *(("@",) if at_calls else ()))
-        self._xml_format = xml or ""
-        self._at_format = at_calls or ""
+                 tags: Sequence[TagSyntax] = (), spans: Sequence[SpanSyntax] = ()):
+        self._tags = {syntax.opener: syntax for syntax in tags}
+        self._spans: dict[str, list[SpanSyntax]] = {}
+        for span in spans:
+            self._spans.setdefault(span.needle, []).append(span)
+        self._needles = ("```", "<think", *self._tags, *self._spans)
+        self._line_start_needles = frozenset(("```", *self._spans))
         self._blocks = blocks
         self._mode = _Mode.OUTSIDE
         self._fence: _Fence | None = None
-        self._think_close = ""
-        self._call: _Call | None = None
-        self._xml: _Xml | None = None
+        self._think: _Think | None = None
+        self._tag: _Tag | None = None
+        self._span: _Span | None = None
         self._offset = 0
+        self._lines = 0
+        """Newlines before the region being scanned (for diagnostics' line numbers)."""
+        self._region_base = 0
+        self._region = ""
+        self._counted_to = 0
+        self._counted_lines = 0
         self._partial: list[str] = []
+        self._carriage_return = False
         self._kept: list[str] = []
         self._kept_base = 0
         self._finished = False
+        self.diagnostics: list[Diagnostic] = []
+        """Calls that were meant but will not run, in the order they were found."""
+
+    @property
+    def settled(self) -> int:
+        """Every call and diagnostic that starts before this offset has been reported: the
+        start of what is still open, or the end of the complete lines scanned."""
+        held = (self._fence, self._think, self._tag, self._span)
+        return min((item.start for item in held if item is not None), default=self._offset)
 
     # -- feeding -------------------------------------------------------------------------
 
@@ -199,6 +248,8 @@ class Scanner:
         """Add text; return the blocks and calls that are now complete."""
         if self._finished:
             raise RuntimeError("feed() after finish()")
+        if "\r" in chunk or self._carriage_return:
+            chunk = self._normalise(chunk)
         newline = chunk.rfind("\n")
         if newline == -1:
             if chunk:
@@ -217,16 +268,37 @@ class Scanner:
         """Declare the text complete; return what the end of the text completed."""
         if self._finished:
             return []
+        if self._carriage_return:
+            self._partial.append("\n")
+            self._carriage_return = False
         tail = "".join(self._partial)
         self._partial = []
         self._finished = True
-        return self._scan(tail, final=True)
+        out = self._scan(tail, final=True)
+        self._end_of_text(out)
+        return out
+
+    def _normalise(self, chunk: str) -> str:
+        """``\r\n`` and lone ``\r`` as ``\n``; a ``\r`` ending a chunk waits for the next
+        one, which may start with the ``\n`` of the same line end."""
+        if self._carriage_return:
+            chunk = "\r" + chunk
+            self._carriage_return = False
+        if chunk.endswith("\r"):
+            chunk = chunk[:-1]
+            self._carriage_return = True
+        return chunk.replace("\r\n", "\n").replace("\r", "\n")
 
     # -- scanning ------------------------------------------------------------------------
 
     def _scan(self, region: str, final: bool) -> list[Found]:
         base = self._offset
         self._offset += len(region)
+        return self._scan_region(region, base, final)
+
+    def _scan_region(self, region: str, base: int, final: bool) -> list[Found]:
+        self._region, self._region_base = region, base
+        self._counted_to = self._counted_lines = 0
         if not self._kept:
             self._kept_base = base
         self._kept.append(region)
@@ -244,24 +316,31 @@ class Scanner:
             elif mode is _Mode.FENCE:
                 pos = self._scan_fence(region, pos, base, final, out)
             elif mode is _Mode.THINK:
-                hit = region.find(self._think_close, pos)
-                if hit == -1:
-                    break
-                pos = hit + len(self._think_close)
-                self._mode = _Mode.OUTSIDE
-            elif mode is _Mode.XML:
-                pos = self._scan_xml(region, pos, base, out)
+                pos = self._scan_think(region, pos)
+            elif mode is _Mode.TAG:
+                pos = self._scan_tag(region, pos, base, out)
             else:
-                pos = self._scan_call(region, pos, base, out)
+                pos = self._scan_span(region, pos, base, out)
+        self._lines += region.count("\n")
         self._trim_kept()
         return out
+
+    def _line_of(self, at: int) -> int:
+        """The 1-based line of offset ``at`` in the region being scanned. Lines are counted on
+        from the last offset asked about, so a region's line numbers cost one pass."""
+        rel = at - self._region_base
+        if rel < self._counted_to:
+            self._counted_to = self._counted_lines = 0
+        self._counted_lines += self._region.count("\n", self._counted_to, rel)
+        self._counted_to = rel
+        return self._lines + self._counted_lines + 1
 
     def _scan_outside(self, region: str, pos: int, base: int, finder: _NeedleFinder) -> int:
         hit = finder.find(pos)
         if hit is None:
             return len(region)
         needle, at = hit
-        line_start = finder.line_start_before(at) if needle in ("```", "@") else at
+        line_start = finder.line_start_before(at) if needle in self._line_start_needles else at
         if line_start is None:
             return at + len(needle)
         if needle == "```":
@@ -276,26 +355,42 @@ class Scanner:
             self._open_fence(ticks, info.strip(), start, base + line.line_end + 1)
             return line.line_end
         if needle == "<think":
-            for tag in ("<think>", "<thinking>"):
+            for tag in _THINK_TAGS:
                 if region.startswith(tag, at):
+                    self._think = _Think("</" + tag[1:], base + at, self._line_of(base + at))
                     self._mode = _Mode.THINK
-                    self._think_close = "</" + tag[1:]
                     return at + len(tag)
             return at + 1
-        if needle == "@":
-            m = _CALL_AT.match(region, at)
-            if m is None:
-                return at + 1
-            self._call = _Call(m.group("name"), m.group("id") or None, base + at, base + m.end())
-            self._mode = _Mode.CALL
-            return m.end()
-        self._xml = _Xml("</" + needle[1:], base + at + len(needle))
-        self._mode = _Mode.XML
+        tag_syntax = self._tags.get(needle)
+        if tag_syntax is not None:
+            self._tag = _Tag(tag_syntax, base + at, base + at + len(needle),
+                             self._line_of(base + at))
+            self._mode = _Mode.TAG
+            return at + len(needle)
+        for span in self._spans[needle]:
+            m = span.opener.match(region, at)
+            if m is not None:
+                line_end = region.find("\n", at)
+                self._span = _Span(span, m, base + at, base + m.end(), self._line_of(base + at),
+                                   base + (len(region) if line_end == -1 else line_end + 1),
+                                   span.end())
+                self._mode = _Mode.SPAN
+                return m.end()
         return at + len(needle)
 
+    def _scan_think(self, region: str, pos: int) -> int:
+        think = self._think
+        assert think is not None
+        hit = region.find(think.close, pos)
+        if hit == -1:
+            return len(region)
+        self._think = None
+        self._mode = _Mode.OUTSIDE
+        return hit + len(think.close)
+
     def _open_fence(self, ticks: int, lang: str, start: int, body: int) -> None:
-        container = ticks == 3 and _holds_documents(lang)
-        self._fence = _Fence(ticks, lang, start, body, container)
+        container = ticks == 3 and _holds_files(lang)
+        self._fence = _Fence(ticks, lang, start, body, container, self._line_of(start), [])
         self._mode = _Mode.FENCE
 
     def _scan_fence(self, region: str, pos: int, base: int, final: bool,
@@ -318,12 +413,17 @@ class Scanner:
                 fence.container = True
         elif "`" in info:
             pass
-        elif info.strip():
+        elif not info.strip():
+            self._bare_fence(fence, ticks, line_start, region, base, final, out, glued=False)
+        elif _is_langtag(info):
             if ticks >= fence.ticks:
                 fence.nested.append(ticks)
                 fence.container = True
-        else:
-            self._bare_fence(fence, ticks, line_start, region, base, final, out, glued=False)
+        elif ticks == fence.ticks and not fence.nested:
+            # A closing fence with something that is no langtag glued to it (```<think>):
+            # it closes the block, and the rest of its line is read as what follows.
+            self._close_fence(fence, line_start, out)
+            return line.ticks_at + ticks
         return line.line_end
 
     def _bare_fence(self, fence: _Fence, ticks: int, line_start: int, region: str, base: int,
@@ -335,13 +435,12 @@ class Scanner:
                 fence.nested.pop()
             return
         if ticks > fence.ticks:
-            fence.nested.append(ticks)
-            fence.container = True
-            return
+            return  # a bare fence longer than the opener is content
         if not fence.container or glued:
             self._close_fence(fence, line_start, out)
             return
         fence.pending_close = line_start
+        fence.pending_line = self._line_of(line_start)
         line_end = region.find("\n", line_start - base)
         next_line = len(region) if line_end == -1 else line_end + 1
         self._decide_pending(fence, region, next_line, base, final, out)
@@ -360,6 +459,8 @@ class Scanner:
             stripped = line.strip()
             kind = "close" if not stripped or stripped.startswith("```") else "open"
         if kind == "open":
+            if fence.fallback is None:
+                fence.fallback = (fence.pending_close, fence.pending_line)
             fence.pending_close = None
             fence.nested.append(fence.ticks)
         else:
@@ -374,59 +475,162 @@ class Scanner:
         elif self._blocks == "call" and fence.lang:
             words = fence.lang.split(None, 1)
             out.append(ToolCall(words[0], words[1] if len(words) == 2 else "", content,
-                                start=fence.start, format=FENCED))
+                                start=fence.start, format=FENCED,
+                                end=self._line_end(line_start)))
 
-    def _scan_xml(self, region: str, pos: int, base: int, out: list[Found]) -> int:
-        xml = self._xml
-        assert xml is not None
+    def _line_end(self, line_start: int) -> int:
+        """Where the line starting at ``line_start`` ends (at its newline)."""
+        if line_start >= self._region_base:
+            newline = self._region.find("\n", line_start - self._region_base)
+            if newline != -1:
+                return self._region_base + newline
+            return self._region_base + len(self._region)
+        return self._next_line(line_start) - 1
+
+    def _scan_tag(self, region: str, pos: int, base: int, out: list[Found]) -> int:
+        tag = self._tag
+        assert tag is not None
+        closing = tag.syntax.closing
+        hit = -2  # where the closing tag is; found again only once passed, so linear in CDATA
         while True:
-            if xml.in_cdata:
+            if tag.in_cdata:
                 close = region.find(CDATA_CLOSE, pos)
                 if close == -1:
                     return len(region)
                 pos = close + len(CDATA_CLOSE)
-                xml.in_cdata = False
-            hit = region.find(xml.closing, pos)
+                tag.in_cdata = False
+            if hit != -1 and hit < pos:
+                hit = region.find(closing, pos)
             cdata = region.find(CDATA_OPEN, pos, len(region) if hit == -1 else hit)
             if cdata != -1:
-                xml.in_cdata = True
+                tag.in_cdata = True
                 pos = cdata + len(CDATA_OPEN)
                 continue
             if hit == -1:
                 return len(region)
-            body = self._slice(xml.body, base + hit)
-            offset = xml.body
+            body = self._slice(tag.body, base + hit)
+            offset = tag.body
             # An opener that was only mentioned ("the `<tool-use>` tag") is superseded by the
             # real one that follows it before the closing tag.
-            opener = "<" + xml.closing[2:]
+            opener = tag.syntax.opener
             skip = 0
             while (again := find_outside_cdata(body, opener, skip)) != -1:
                 skip = again + len(opener)
             if skip:
                 body, offset = body[skip:], offset + skip
-            parse = iter_tool_use if xml.closing == "</tool-use>" else iter_function_calls
-            out.extend(parse(body, offset, self._xml_format))
-            self._xml = None
+            for item in tag.syntax.read(body, offset):
+                self._take(item, tag.line, out, base + hit + len(closing), tag.start)
+            self._tag = None
             self._mode = _Mode.OUTSIDE
-            return hit + len(xml.closing)
+            return hit + len(closing)
 
-    def _scan_call(self, region: str, pos: int, base: int, out: list[Found]) -> int:
-        call = self._call
-        assert call is not None
-        status, index = call.json_end.scan(region, pos)
+    def _scan_span(self, region: str, pos: int, base: int, out: list[Found]) -> int:
+        span = self._span
+        assert span is not None
+        status, index = span.end.scan(region, pos)
         if status == "more":
             return index
-        self._call = None
+        self._span = None
         self._mode = _Mode.OUTSIDE
-        if status == "end":
-            try:
-                value = json.loads(self._slice(call.brace, base + index))
-            except ValueError:
-                value = None
-            if isinstance(value, dict):
-                out.append(ToolCall(call.name, kwargs=value, call_id=call.call_id,
-                                    start=call.start, format=self._at_format))
+        text = self._slice(span.body, base + index)
+        for item in span.syntax.read(span.match, text, span.start):
+            self._take(item, span.line, out, base + index, span.start)
         return index
+
+    def _take(self, item: ToolCall | Problem, line: int, out: list[Found], end: int,
+              opened: int) -> None:
+        """A call goes out (ending at ``end``); a problem becomes a diagnostic on its own line
+        (``line`` is that of the offset ``opened``, where the call's opener stands)."""
+        if isinstance(item, ToolCall):
+            out.append(replace(item, end=end))
+            return
+        if item.start >= self._region_base:
+            line = self._line_of(item.start)
+        elif item.start > opened:  # after the opener, in an earlier chunk
+            line += self._slice(opened, item.start).count("\n")
+        self.diagnostics.append(Diagnostic(
+            "malformed", f"The {item.label} call on line {line} {item.what}; it did not run.",
+            item.start, line, item.name))
+
+    # -- the end of the text -------------------------------------------------------------
+
+    def _end_of_text(self, out: list[Found]) -> None:
+        """Report what the end left open; after a tag or span that never ended, read the text
+        after its first line again, so the calls it swallowed are found. A file block that
+        never closed because a bare fence inside it was read as opening an example closes at
+        that fence instead (the reading that closes every fence), and the rest is read."""
+        rereads = 0
+        while (restart := self._fall_back(out) or self._report_unfinished()) is not None:
+            offset, lines_before = restart
+            if rereads == MAX_REREADS:
+                self.diagnostics.append(Diagnostic(
+                    "unread", f"After line {lines_before} the reply was not read for more "
+                    f"calls: it holds more than {MAX_REREADS} broken ones.", offset,
+                    lines_before + 1))
+                return
+            rereads += 1
+            text = self._slice(offset, self._offset)
+            self._mode = _Mode.OUTSIDE
+            self._tag = self._span = None
+            self._kept = []
+            self._lines = lines_before
+            out.extend(self._scan_region(text, offset, final=True))
+
+    def _fall_back(self, out: list[Found]) -> tuple[int, int] | None:
+        fence = self._fence
+        if fence is None or fence.fallback is None:
+            return None
+        close, line = fence.fallback
+        self._close_fence(fence, close, out)
+        return self._next_line(close), line
+
+    def _report_unfinished(self) -> tuple[int, int] | None:
+        """A diagnostic for what is still open at the end; where to read again, if anywhere
+        (an offset, and the number of lines before it)."""
+        if self._fence is not None:
+            fence = self._fence
+            if self._blocks == "call" and fence.lang:
+                ticks = "`" * fence.ticks
+                self.diagnostics.append(Diagnostic(
+                    "unclosed", f"The {ticks}{fence.lang} block opened on line {fence.line} was "
+                    f"never closed, so it did not run; end it with a line of {ticks}.",
+                    fence.start, fence.line, fence.lang.split()[0], codeblock=True))
+            return None
+        if self._think is not None:
+            think = self._think
+            hidden = self._slice(think.start, self._offset)
+            if self._looks_like_a_call(hidden):
+                self.diagnostics.append(Diagnostic(
+                    "hidden", f"The {_THINK_TAGS[0 if think.close == '</think>' else 1]} "
+                    f"section opened on line {think.line} was never closed, so everything after "
+                    f"it, including what looks like a tool call, was taken as thinking and "
+                    f"nothing in it ran.", think.start, think.line))
+            return None
+        if self._tag is not None:
+            tag = self._tag
+            self.diagnostics.append(Diagnostic(
+                "unclosed", f"The {tag.syntax.opener} call opened on line {tag.line} was never "
+                f"closed with {tag.syntax.closing}, so it did not run.", tag.start, tag.line))
+            return self._next_line(tag.start), tag.line
+        if self._span is not None:
+            span = self._span
+            label = span.syntax.label(span.match)
+            self.diagnostics.append(Diagnostic(
+                "unclosed", f"The {label} call on line {span.line} never ends (its brackets "
+                f"do not balance), so it did not run.", span.start, span.line,
+                span.match.groupdict().get("name")))
+            return span.next_line, span.line
+        return None
+
+    def _next_line(self, offset: int) -> int:
+        text = self._slice(offset, self._offset)
+        newline = text.find("\n")
+        return self._offset if newline == -1 else offset + newline + 1
+
+    def _looks_like_a_call(self, text: str) -> bool:
+        if "```" in text or any(opener in text for opener in self._tags):
+            return True
+        return any(span.opener.search(text) for spans in self._spans.values() for span in spans)
 
     # -- retained text -------------------------------------------------------------------
 
@@ -442,10 +646,12 @@ class Scanner:
     def _keep_from(self) -> int | None:
         if self._fence is not None:
             return self._fence.body
-        if self._xml is not None:
-            return self._xml.body
-        if self._call is not None:
-            return self._call.brace
+        if self._tag is not None:
+            return self._tag.start
+        if self._span is not None:
+            return self._span.start
+        if self._think is not None:
+            return self._think.start
         return None
 
     def _trim_kept(self) -> None:

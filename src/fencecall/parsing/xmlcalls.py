@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 
 from .model import ToolCall
+from .syntax import Problem, Read
 
 NAME = r"[A-Za-z_][\w.\-]*"
 _ATTRS = r"(?P<attrs>(?:\s+[\w.\-:]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)"
@@ -28,9 +29,15 @@ CDATA_CLOSE = "]]>"
 
 
 def find_outside_cdata(text: str, needle: str, pos: int) -> int:
-    """Index of ``needle`` in ``text`` at or after ``pos``, skipping CDATA sections; -1 if none."""
+    """Index of ``needle`` in ``text`` at or after ``pos``, skipping CDATA sections; -1 if none.
+
+    The needle's position is searched again only once a CDATA section has passed it, so many
+    sections before the needle cost one pass over the text, not one pass each.
+    """
+    hit = -2
     while True:
-        hit = text.find(needle, pos)
+        if hit != -1 and hit < pos:
+            hit = text.find(needle, pos)
         cdata = text.find(CDATA_OPEN, pos, hit if hit != -1 else len(text))
         if cdata == -1:
             return hit
@@ -68,9 +75,9 @@ def _attributes(attrs: str) -> dict[str, str]:
     }
 
 
-def iter_tool_use(body: str, offset: int, fmt: str) -> Iterator[ToolCall]:
+def iter_tool_use(body: str, offset: int, fmt: str) -> Iterator[Read]:
     """Calls in the body of ``<tool-use>…</tool-use>``; ``offset`` is the body's position,
-    ``fmt`` the format name the calls carry."""
+    ``fmt`` the format name the calls carry. What cannot be read is a :class:`Problem`."""
     pos = 0
     while (m := _CHILD_OPEN.match(body, pos)) is not None:
         name = m.group("name")
@@ -82,41 +89,69 @@ def iter_tool_use(body: str, offset: int, fmt: str) -> Iterator[ToolCall]:
             pos = m.end()
             continue
         closing = f"</{name}>"
-        search = m.end()
-        while True:
-            end = find_outside_cdata(body, closing, search)
-            if end == -1:
-                return
-            if _NEXT_CHILD.match(body, end + len(closing)):
-                break
-            search = end + len(closing)
+        end = _closing_before_next_child(body, closing, m.end())
+        if end == -1:
+            yield Problem(start, f"<{name}>", f"is never closed with {closing}", name)
+            return
         content = unwrap_text(body[m.end() : end])
         yield ToolCall(name, argline, content, attributes, start=start, format=fmt)
         pos = end + len(closing)
+    if body[pos:].strip():
+        yield Problem(offset + pos, "<tool-use>", "holds text that is not a tool element; "
+                      "write <TOOL>content</TOOL> inside <tool-use>")
 
 
-def iter_function_calls(body: str, offset: int, fmt: str) -> Iterator[ToolCall]:
-    """Calls in the body of ``<function_calls>``: ``<invoke name=…><parameter name=…>``."""
+def _closing_before_next_child(body: str, closing: str, search: int) -> int:
+    """The closing tag that is followed by nothing but another child or the end."""
+    while True:
+        end = find_outside_cdata(body, closing, search)
+        if end == -1 or _NEXT_CHILD.match(body, end + len(closing)):
+            return end
+        search = end + len(closing)
+
+
+def iter_function_calls(body: str, offset: int, fmt: str) -> Iterator[Read]:
+    """Calls in the body of ``<function_calls>``: ``<invoke name=…>`` holding
+    ``<parameter name=…>`` elements, or raw text that fills the tool's content parameter."""
     pos = 0
     while (m := _INVOKE_OPEN.match(body, pos)) is not None:
         name = _attributes(m.group("attrs")).get("name", "")
         start = offset + m.start() + (len(m.group()) - len(m.group().lstrip()))
-        params: dict[str, str] = {}
-        pos = m.end()
-        while (p := _PARAM_OPEN.match(body, pos)) is not None:
-            pname = _attributes(p.group("attrs")).get("name", "")
-            if p.group("selfclose"):
-                params[pname] = ""
-                pos = p.end()
-                continue
-            end = find_outside_cdata(body, "</parameter>", p.end())
-            if end == -1:
-                return
-            params[pname] = unwrap_text(body[p.end() : end])
-            pos = end + len("</parameter>")
-        close = _INVOKE_END.match(body, pos)
-        if close is None:
+        label = f'<invoke name="{name}">'
+        if not name:
+            yield Problem(start, "<invoke>", "has no name attribute")
             return
-        pos = close.end()
-        if name:
-            yield ToolCall(name, kwargs=params, start=start, format=fmt)
+        read = _invoke_body(body, m.end())
+        if isinstance(read, str):
+            yield Problem(start, label, read, name)
+            return
+        params, content, pos = read
+        yield ToolCall(name, content=content, kwargs=params, start=start, format=fmt)
+    if body[pos:].strip():
+        yield Problem(offset + pos, "<function_calls>", "holds text that is not an <invoke> "
+                      "element")
+
+
+def _invoke_body(body: str, pos: int) -> tuple[dict[str, str], str, int] | str:
+    """(parameters, raw text, position after ``</invoke>``), or what was wrong."""
+    params: dict[str, str] = {}
+    while (p := _PARAM_OPEN.match(body, pos)) is not None:
+        pname = _attributes(p.group("attrs")).get("name", "")
+        if p.group("selfclose"):
+            params[pname] = ""
+            pos = p.end()
+            continue
+        end = find_outside_cdata(body, "</parameter>", p.end())
+        if end == -1:
+            return f'has a <parameter name="{pname}"> that is never closed'
+        params[pname] = unwrap_text(body[p.end() : end])
+        pos = end + len("</parameter>")
+    close = _INVOKE_END.match(body, pos)
+    if close is not None:
+        return params, "", close.end()
+    end = find_outside_cdata(body, "</invoke>", pos)
+    if end == -1:
+        return "is never closed with </invoke>"
+    if params:
+        return "mixes <parameter> elements with other text"
+    return params, unwrap_text(body[pos:end].strip(" \t")), end + len("</invoke>")

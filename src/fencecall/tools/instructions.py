@@ -61,7 +61,7 @@ def tool_instructions(spec: ToolSpec, fmt: FormatLike, lookup: Lookup | None = N
     body = spec.instructions_format.get(target.name) or spec.instructions
     if body:
         parts.append(body)
-    if not target.named_arguments and spec.parameters:
+    if not target.native and spec.parameters:  # native formats send the schema itself
         signature = ", ".join(f"{p.name}: {p.type}" + ("" if p.required else "?")
                               for p in spec.parameters)
         parts.append(f"Arguments: {signature}.")

@@ -10,17 +10,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from .auto import AutoFormat
 from .base import CallFormat, CallScanner, UnrepresentableCall
+from .hermes import HermesFormat
 from .markdown import MarkdownFormat, fence_for
+from .pythonic import PythonicFormat
+from .qwen3_coder import Qwen3CoderFormat
 from .tool import ToolTextFormat
 from .xml import XmlFormat
 
 MARKDOWN: CallFormat = MarkdownFormat()
 XML: CallFormat = XmlFormat()
 TOOL: CallFormat = ToolTextFormat()
+HERMES: CallFormat = HermesFormat()
+QWEN3_CODER: CallFormat = Qwen3CoderFormat()
+PYTHONIC: CallFormat = PythonicFormat()
+AUTO: CallFormat = AutoFormat()
 
 FORMATS: Mapping[str, CallFormat] = MappingProxyType(
-    {fmt.name: fmt for fmt in (MARKDOWN, XML, TOOL)})
+    {fmt.name: fmt for fmt in (MARKDOWN, XML, TOOL, HERMES, QWEN3_CODER, PYTHONIC, AUTO)})
 """Every format by name, in the order the CLI lists them."""
 
 FormatLike = CallFormat | str
@@ -38,8 +46,12 @@ def get_format(fmt: FormatLike) -> CallFormat:
 
 
 __all__ = [
+    "AUTO",
     "FORMATS",
+    "HERMES",
     "MARKDOWN",
+    "PYTHONIC",
+    "QWEN3_CODER",
     "TOOL",
     "XML",
     "CallFormat",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from ..model import ToolCall
+from ..model import Diagnostic, ToolCall
 from ..scanner import Scanner
 from ..xmlcalls import NAME
 
@@ -22,7 +22,15 @@ class UnrepresentableCall(ValueError):
 
 
 class CallScanner(Protocol):
-    """An incremental finder of calls: each character is fed once."""
+    """An incremental finder of calls: each character is fed once.
+
+    ``diagnostics`` lists, in order, what was found so far that was meant as a call but
+    cannot run (malformed, unclosed, hidden); the end of the text may add some in
+    ``finish``.
+    """
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]: ...
 
     def feed(self, chunk: str) -> list[ToolCall]:
         """Add text; return the calls it completed."""
@@ -92,9 +100,27 @@ class BlockCalls:
     def __init__(self, scanner: Scanner):
         self._scanner = scanner
 
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return self._scanner.diagnostics
+
     def feed(self, chunk: str) -> list[ToolCall]:
         return [item for item in self._scanner.feed(chunk) if isinstance(item, ToolCall)]
 
     def finish(self) -> list[ToolCall]:
         return [item for item in self._scanner.finish() if isinstance(item, ToolCall)]
 
+
+
+def check_text(text: str) -> None:
+    """Block and tag texts are read with ``\r`` as a line end, so one inside would be lost."""
+    if "\r" in text:
+        raise UnrepresentableCall("the text holds a carriage return, which is read as a line "
+                                  "end; this format cannot carry it")
+
+
+def check_named_only(call: ToolCall, fmt: str) -> None:
+    """Formats of named arguments cannot hold a langtag's words or a block's body."""
+    if call.argline or call.content:
+        raise UnrepresentableCall(f"{fmt} calls hold named arguments only; map args/content "
+                                  "to parameters first")

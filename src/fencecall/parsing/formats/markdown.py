@@ -6,7 +6,14 @@ import re
 
 from ..model import FENCED, ToolCall
 from ..scanner import Scanner
-from .base import BlockCalls, CallScanner, UnrepresentableCall, check_argline, check_name
+from .base import (
+    BlockCalls,
+    CallScanner,
+    UnrepresentableCall,
+    check_argline,
+    check_name,
+    check_text,
+)
 
 _LEADING_TICKS = re.compile(r"^[ \t]*(`+)", re.M)
 
@@ -30,6 +37,7 @@ def render_block(call: ToolCall) -> str:
         raise UnrepresentableCall("markdown blocks cannot hold named arguments")
     check_name(call.name)
     check_argline(call.argline)
+    check_text(call.content)
     fence = fence_for(call.content)
     langtag = f"{call.name} {call.argline}" if call.argline else call.name
     return f"{fence}{langtag}\n{call.content}\n{fence}"

@@ -1,25 +1,52 @@
-"""The tool format: native function calling, ``@name(call_id): {json}`` lines, and blocks."""
+"""The tool format: native function calling, ``@name(call_id): {json}`` lines, and blocks.
+
+A server whose own tool parser failed leaves the model's ``<tool_call>`` in the text content;
+those calls are read here too (either body, see :mod:`.toolcall`), so they are not lost.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 
+from ..jsonscan import JsonEndScanner
 from ..model import ToolCall
 from ..scanner import Scanner
-from .base import BlockCalls, CallScanner, UnrepresentableCall, check_name
+from ..syntax import Problem, Read, SpanSyntax
+from ..xmlcalls import NAME as TOOL_NAME
+from .base import BlockCalls, CallScanner, UnrepresentableCall, check_name, check_named_only
+from .toolcall import tool_call_tag
 
 NAME = "tool"
 _CALL_ID_RE = re.compile(r"[^()\s]*")
+_CALL_AT = re.compile(rf"@(?P<name>{TOOL_NAME})\((?P<id>[^()\s]*)\):[ \t]*(?=\{{)")
+
+
+def _label(match: re.Match[str]) -> str:
+    return f"@{match.group('name')}({match.group('id')})"
+
+
+def read_at_call(match: re.Match[str], text: str, start: int) -> tuple[Read]:
+    """The call an ``@name(id): {json}`` span makes. Raw newlines and tabs in strings are
+    accepted, as models write them."""
+    name, label = match.group("name"), _label(match)
+    try:
+        value = json.loads(text, strict=False)  # an object: the span starts at its brace
+    except (ValueError, RecursionError) as err:
+        return (Problem(start, label, f"has arguments that are not valid JSON ({err})", name),)
+    return (ToolCall(name, kwargs=value, call_id=match.group("id") or None, start=start,
+                     format=NAME),)
+
+
+AT_CALLS = SpanSyntax("@", _CALL_AT, JsonEndScanner, read_at_call, _label)
+LEFT_IN_CONTENT = (tool_call_tag(NAME),)
+"""``<tool_call>`` tags a server did not turn into native calls."""
 
 
 def render_at_call(call: ToolCall) -> str:
     """``@name(call_id): {json}``; positional text must first be mapped to parameters."""
     check_name(call.name)
-    if call.argline or call.content:
-        raise UnrepresentableCall(
-            "the tool format holds named arguments only; map args/content to parameters first"
-        )
+    check_named_only(call, NAME)
     call_id = call.call_id or ""
     if not _CALL_ID_RE.fullmatch(call_id):
         raise UnrepresentableCall(f"call id {call_id!r} may not hold spaces or parentheses")
@@ -39,7 +66,7 @@ class ToolTextFormat:
     )
 
     def scanner(self) -> CallScanner:
-        return BlockCalls(Scanner(blocks="call", at_calls=NAME))
+        return BlockCalls(Scanner(blocks="call", tags=LEFT_IN_CONTENT, spans=(AT_CALLS,)))
 
     def render(self, call: ToolCall) -> str:
         return render_at_call(call)

@@ -7,17 +7,24 @@ import json
 
 from ..model import ToolCall
 from ..scanner import Scanner
-from ..xmlcalls import CDATA_CLOSE, CDATA_OPEN
+from ..syntax import TagSyntax
+from ..xmlcalls import CDATA_CLOSE, CDATA_OPEN, iter_function_calls, iter_tool_use
 from .base import (
     BlockCalls,
     CallScanner,
     UnrepresentableCall,
     check_argline,
     check_name,
+    check_text,
     is_name,
 )
 
 NAME = "xml"
+TAGS = (
+    TagSyntax("<tool-use>", "</tool-use>", lambda body, at: iter_tool_use(body, at, NAME)),
+    TagSyntax("<function_calls>", "</function_calls>",
+              lambda body, at: iter_function_calls(body, at, NAME)),
+)
 
 
 def _cdata(text: str) -> str:
@@ -27,6 +34,7 @@ def _cdata(text: str) -> str:
 
 def _xml_text(text: str, *tags: str) -> str:
     """``text`` as is, or in CDATA when it holds a tag that would end (or restart) the call."""
+    check_text(text)
     risky = (CDATA_OPEN, *tags)
     return _cdata(text) if any(r in text for r in risky) else text
 
@@ -78,7 +86,7 @@ class XmlFormat:
     )
 
     def scanner(self) -> CallScanner:
-        return BlockCalls(Scanner(blocks="none", xml=NAME))
+        return BlockCalls(Scanner(blocks="none", tags=TAGS))
 
     def render(self, call: ToolCall) -> str:
         return render_xml(call)

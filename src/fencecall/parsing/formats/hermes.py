@@ -1,0 +1,51 @@
+"""The hermes format: ``<tool_call>{"name": "shell", "arguments": {…}}</tool_call>``.
+
+What Qwen 2.5, Hermes and many fine-tunes are trained to write. The tag is read by the shared
+:mod:`.toolcall` reader, so a Qwen3-Coder style body in it is understood too.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..model import ToolCall
+from ..scanner import Scanner
+from ..xmlcalls import CDATA_OPEN
+from .base import BlockCalls, CallScanner, check_name, check_named_only
+from .toolcall import CLOSING, HERMES, OPENER, tool_call_tag
+
+NAME = HERMES
+TAGS = (tool_call_tag(NAME),)
+_RISKY = (OPENER, CLOSING, CDATA_OPEN)
+
+
+def render_hermes(call: ToolCall) -> str:
+    """One ``<tool_call>`` holding the call as JSON. A ``<`` that would end or restart the
+    tag is written as ``\\u003c``, which JSON reads back as ``<``."""
+    check_name(call.name)
+    check_named_only(call, NAME)
+    text = json.dumps({"name": call.name, "arguments": dict(call.kwargs)}, ensure_ascii=False)
+    if any(risky in text for risky in _RISKY):
+        text = text.replace("<", "\\u003c")  # JSON text holds "<" only inside strings
+    return f"{OPENER}\n{text}\n{CLOSING}"
+
+
+class HermesFormat:
+    """JSON calls in ``<tool_call>`` tags; code blocks are tracked only so that calls inside
+    them never run."""
+
+    name = NAME
+    native = False
+    named_arguments = True
+    by_langtag = False
+    preamble = (
+        'You can use tools by writing <tool_call>{"name": "TOOL", "arguments": {JSON '
+        "ARGUMENTS}}</tool_call>: one call per <tool_call> block, and several blocks for "
+        "several calls. Results come back to you as system messages."
+    )
+
+    def scanner(self) -> CallScanner:
+        return BlockCalls(Scanner(blocks="none", tags=TAGS))
+
+    def render(self, call: ToolCall) -> str:
+        return render_hermes(call)

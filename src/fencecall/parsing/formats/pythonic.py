@@ -1,0 +1,183 @@
+"""The pythonic format: ``[get_weather(city="Paris"), shell(command="ls")]``.
+
+What Llama 3.2 and Llama 4 are trained to write: a line that starts with a Python list of
+calls with keyword arguments. The list ends where its brackets balance
+(:class:`~fencecall.parsing.pyscan.PyEndScanner`) and is read with :mod:`ast`, never
+evaluated: values must be literals (strings, numbers, ``True``/``False``/``None``, their JSON
+spellings ``true``/``false``/``null``, lists, tuples, dicts with string keys). Tool names may
+be dotted (``mcp.fetch(url="…")``), as Python writes attribute calls. A list is one unit: if
+any call in it cannot be read, none of it runs and the model is told which call was wrong.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import math
+import re
+from collections.abc import Mapping
+
+from ..model import ToolCall
+from ..pyscan import PyEndScanner
+from ..scanner import Scanner
+from ..syntax import Problem, Read, SpanSyntax
+from .base import BlockCalls, CallScanner, UnrepresentableCall, check_named_only
+
+NAME = "pythonic"
+_IDENTIFIER = r"[A-Za-z_]\w*"
+# ``[`` at the start of a line, then a (dotted) name and ``(`` on the same line. The name is
+# looked ahead at, so the span's text starts right after the bracket.
+_OPENER = re.compile(rf"\[(?=[ \t]*(?P<name>{_IDENTIFIER}(?:\.{_IDENTIFIER})*)[ \t]*\()")
+_CONSTANTS: Mapping[str, object] = {"True": True, "False": False, "None": None,
+                                    "true": True, "false": False, "null": None}
+_LITERALS = "strings, numbers, True/False, None, lists or dicts"
+
+
+class _NotLiteral(ValueError):
+    def __init__(self, node: ast.AST):
+        super().__init__(_snippet(node))
+
+
+def _snippet(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _label(match: re.Match[str]) -> str:
+    return f"[{match.group('name')}(…)]"
+
+
+def _literal(node: ast.expr) -> object:
+    """The value a literal node writes; :class:`_NotLiteral` for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str | int | float | None):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _CONSTANTS:
+        return _CONSTANTS[node.id]
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        value = node.operand.value if isinstance(node.operand, ast.Constant) else None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.List | ast.Tuple):
+        return [_literal(item) for item in node.elts]
+    if isinstance(node, ast.Dict):
+        return {_key(key, node): _literal(value) for key, value in zip(node.keys, node.values,
+                                                                         strict=True)}
+    raise _NotLiteral(node)
+
+
+def _key(key: ast.expr | None, node: ast.Dict) -> str:
+    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+        return key.value
+    raise _NotLiteral(node if key is None else key)
+
+
+def _dotted(func: ast.expr) -> str | None:
+    """``mcp.fetch`` for ``mcp.fetch(…)``; None when the callee is not a (dotted) name."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        owner = _dotted(func.value)
+        return None if owner is None else f"{owner}.{func.attr}"
+    return None
+
+
+def _call(node: ast.expr, start: int) -> ToolCall | str:
+    """One element of the list as a call, or what is wrong with it."""
+    if not isinstance(node, ast.Call):
+        return f"holds {_snippet(node)}, which is not a call; write TOOL(NAME=VALUE, …)"
+    name = _dotted(node.func)
+    if name is None:
+        return f"calls {_snippet(node.func)}, which is not a tool name"
+    if node.args:
+        return (f"passes a positional argument to {name} ({_snippet(node.args[0])}); write "
+                "every argument as NAME=VALUE")
+    kwargs: dict[str, object] = {}
+    for argument in node.keywords:
+        if argument.arg is None:
+            return f"unpacks **{_snippet(argument.value)} into {name}; write NAME=VALUE"
+        try:
+            kwargs[argument.arg] = _literal(argument.value)
+        except _NotLiteral as err:
+            return (f"passes {argument.arg}={err} to {name}, which is not a literal; values "
+                    f"must be {_LITERALS}")
+    return ToolCall(name, kwargs=kwargs, start=start, format=NAME)
+
+
+def read_call_list(match: re.Match[str], text: str, start: int) -> list[Read]:
+    """The calls a ``[name(…), …]`` span makes, all placed at the list's start; all or
+    nothing: one call that cannot be read makes the whole list a problem."""
+    label, name = _label(match), match.group("name")
+    try:
+        tree = ast.parse("[" + text, mode="eval")
+    except SyntaxError as err:
+        return [Problem(start, label, f"is not a valid Python list of calls ({err.msg})", name)]
+    except (ValueError, RecursionError, MemoryError) as err:
+        return [Problem(start, label, f"is not a valid Python list of calls ({err})", name)]
+    if not isinstance(tree.body, ast.List):
+        return [Problem(start, label, "is not a plain list of calls; write "
+                        "[TOOL(NAME=VALUE, …)]", name)]
+    calls: list[Read] = []
+    for node in tree.body.elts:
+        call = _call(node, start)
+        if isinstance(call, str):
+            return [Problem(start, label, call,
+                            _dotted(node.func) if isinstance(node, ast.Call) else None)]
+        calls.append(call)
+    return calls
+
+
+CALL_LISTS = SpanSyntax("[", _OPENER, PyEndScanner, read_call_list, _label)
+
+
+def _python(value: object) -> str:
+    """``value`` as a Python literal that :func:`_literal` reads back."""
+    if value is None or isinstance(value, bool | str | int):
+        return repr(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UnrepresentableCall(f"{value!r} cannot be written as a Python literal")
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_python(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            raise UnrepresentableCall("only dicts with string keys can be written")
+        return "{" + ", ".join(f"{key!r}: {_python(item)}" for key, item in value.items()) + "}"
+    raise UnrepresentableCall(f"a {type(value).__name__} cannot be written as a literal")
+
+
+def _identifier(word: str, what: str) -> str:
+    if not word.isidentifier() or keyword.iskeyword(word) or not word.isascii():
+        raise UnrepresentableCall(f"{word!r} cannot be a Python {what}")
+    return word
+
+
+def render_pythonic(call: ToolCall) -> str:
+    """``[name(key=value, …)]`` with ``repr``-style literals, on one line."""
+    for part in call.name.split("."):
+        _identifier(part, "name")
+    check_named_only(call, NAME)
+    arguments = ", ".join(f"{_identifier(key, 'keyword argument')}={_python(value)}"
+                          for key, value in call.kwargs.items())
+    return f"[{call.name}({arguments})]"
+
+
+class PythonicFormat:
+    """Lists of Python calls at the start of a line; code blocks are tracked only so that
+    calls inside them never run."""
+
+    name = NAME
+    native = False
+    named_arguments = True
+    by_langtag = False
+    preamble = (
+        "You can use tools by writing, at the start of a line, a Python list of calls with "
+        "keyword arguments: [TOOL(NAME=VALUE, …), OTHER_TOOL(…)]. Values must be literals "
+        f"({_LITERALS}); nothing is evaluated. Results come back to you as system messages."
+    )
+
+    def scanner(self) -> CallScanner:
+        return BlockCalls(Scanner(blocks="none", spans=(CALL_LISTS,)))
+
+    def render(self, call: ToolCall) -> str:
+        return render_pythonic(call)

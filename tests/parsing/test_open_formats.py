@@ -1,0 +1,445 @@
+"""The formats open models are trained to write: hermes, qwen3-coder, pythonic, and auto,
+which finds out per reply which one (or which of the others) the model used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fencecall.execution import Session
+from fencecall.parsing import (
+    Diagnostic,
+    StreamParser,
+    ToolCall,
+    UnrepresentableCall,
+    get_format,
+    parse,
+    parse_calls,
+    render,
+)
+from fencecall.parsing.pyscan import PyEndScanner
+from fencecall.tools import Toolchain
+
+from ..sample_tools import CATALOGUE
+
+F = "```"
+HERMES_CALL = '<tool_call>\n{"name": "shell", "arguments": {"command": "ls"}}\n</tool_call>'
+QWEN_CALL = ("<tool_call>\n<function=shell>\n<parameter=command>\nls\n</parameter>\n"
+             "</function>\n</tool_call>")
+
+
+def named(calls: list[ToolCall]) -> list[tuple[str, dict[str, object]]]:
+    return [(c.name, dict(c.kwargs)) for c in calls]
+
+
+def streamed(text: str, fmt: str, size: int = 1) -> tuple[list[ToolCall], list[Diagnostic]]:
+    parser = StreamParser(fmt)
+    calls = [c for i in range(0, len(text), size) for c in parser.feed(text[i : i + size])]
+    return calls + parser.finish(), parser.diagnostics
+
+
+def only(diagnostics: list[Diagnostic]) -> Diagnostic:
+    [diagnostic] = diagnostics
+    return diagnostic
+
+
+# -- hermes ------------------------------------------------------------------------------
+
+
+def test_hermes_several_calls_and_arguments_as_a_json_string() -> None:
+    text = (f"Listing, then reading.\n{HERMES_CALL}\n"
+            '<tool_call>{"name": "read", "arguments": "{\\"path\\": \\"a.py\\"}"}</tool_call>\n'
+            '<tool_call>{"name": "now"}</tool_call>\n')
+    parsed = parse(text, "hermes")
+    assert named(parsed.calls) == [("shell", {"command": "ls"}), ("read", {"path": "a.py"}),
+                                   ("now", {})]
+    assert parsed.calls[0] == ToolCall("shell", kwargs={"command": "ls"},
+                                       start=text.index("<tool_call>"), format="hermes")
+    assert parsed.diagnostics == []
+    assert streamed(text, "hermes") == (parsed.calls, [])
+
+
+def test_hermes_strings_may_hold_raw_newlines_and_tabs() -> None:
+    text = '<tool_call>{"name": "save", "arguments": {"content": "def f():\n\treturn 1"}}' \
+        "</tool_call>"
+    assert named(parse_calls(text, "hermes")) == [("save", {"content": "def f():\n\treturn 1"})]
+
+
+def test_hermes_reads_llama_parameters_key() -> None:
+    text = '<tool_call>{"name": "shell", "parameters": {"command": "ls"}}</tool_call>'
+    assert named(parse_calls(text, "hermes")) == [("shell", {"command": "ls"})]
+
+
+def test_hermes_calls_in_code_blocks_and_thinking_are_ignored() -> None:
+    text = (f"<think>\n{HERMES_CALL}\n</think>\nExample:\n{F}xml\n{HERMES_CALL}\n{F}\n"
+            '<tool_call>{"name": "read", "arguments": {"path": "x"}}</tool_call>\n')
+    assert named(parse_calls(text, "hermes")) == [("read", {"path": "x"})]
+
+
+@pytest.mark.parametrize(("body", "what"), [
+    ('{"name": "shell", "arguments": {"command" "ls"}}',
+     "holds JSON that could not be read (Expecting ':' delimiter"),
+    ('{"arguments": {"command": "ls"}}', 'has no "name" string naming the tool'),
+    ('{"name": "shell", "arguments": ["ls"]}',
+     'for shell has "arguments" that is a list, not a JSON object'),
+    ('{"name": "shell", "arguments": "ls -la"}',
+     'for shell has "arguments" as a string that is not JSON (Expecting value'),
+    ('{"name": "shell", "command": "ls"}',
+     'for shell has no "arguments" but other keys (command); put the arguments inside '
+     '"arguments"'),
+    ('{"name": "a"} {"name": "b"}', "holds text after its JSON object; write one call per"),
+    ('["shell", "ls"]', 'holds neither a JSON object like {"name": "TOOL"'),
+    ("", 'is empty; write {"name": "TOOL", "arguments": {…}} inside it'),
+    ("shell ls", 'holds neither a JSON object like {"name": "TOOL", "arguments": {…}} nor '
+     "<function=TOOL>…</function>"),
+])
+def test_hermes_malformed_bodies_are_reported_and_the_next_call_runs(body: str,
+                                                                     what: str) -> None:
+    text = f"Trying.\n\n<tool_call>\n{body}\n</tool_call>\n{HERMES_CALL}\n"
+    parsed = parse(text, "hermes")
+    assert named(parsed.calls) == [("shell", {"command": "ls"})]
+    diagnostic = only(parsed.diagnostics)
+    assert (diagnostic.kind, diagnostic.line, diagnostic.start) == (
+        "malformed", 3, text.index("<tool_call>"))
+    assert diagnostic.message.startswith(f"The <tool_call> call on line 3 {what}")
+    assert diagnostic.message.endswith("; it did not run.")
+    assert streamed(text, "hermes", 7) == (parsed.calls, parsed.diagnostics)
+
+
+def test_an_unclosed_tool_call_is_reported_and_the_rest_is_read() -> None:
+    text = ('Here:\n<tool_call>\n{"name": "shell", "arguments": {"command": "rm -rf build"}}\n'
+            f'Then:\n@read(c1): {{"path": "x"}}\n{F}shell\nls\n{F}\n')
+    for fmt in ("hermes", "tool"):
+        parsed = parse(text, fmt)
+        assert only(parsed.diagnostics).message == (
+            "The <tool_call> call opened on line 2 was never closed with </tool_call>, so it "
+            "did not run.")
+        assert streamed(text, fmt, 5) == (parsed.calls, parsed.diagnostics)
+    assert [c.name for c in parse_calls(text, "tool")] == ["read", "shell"]
+
+
+def test_a_tool_call_opened_again_before_closing_was_only_mentioned() -> None:
+    text = ("Use the <tool_call> tag:\n"
+            '<tool_call>{"name": "read", "arguments": {"path": "x"}}</tool_call>\n')
+    parsed = parse(text, "hermes")
+    assert named(parsed.calls) == [("read", {"path": "x"})]
+    assert parsed.calls[0].start == text.index("<tool_call>{")
+    assert parsed.diagnostics == []
+
+
+def test_hermes_render_and_escapes_tags_inside_strings() -> None:
+    call = ToolCall("save", kwargs={"path": "a.md", "content": "a </tool_call> b <tool_call>"})
+    text = render(call, "hermes")
+    assert text.startswith("<tool_call>\n{") and text.endswith("}\n</tool_call>")
+    assert "\\u003c/tool_call>" in text
+    [parsed] = parse_calls(text, "hermes")
+    assert parsed.key() == call.key()
+    with pytest.raises(UnrepresentableCall):
+        render(ToolCall("save", "a.md", "text"), "hermes")
+
+
+# -- qwen3-coder ---------------------------------------------------------------------------
+
+
+def test_qwen3_coder_parameters_are_raw_text() -> None:
+    text = ("I'll save it.\n<tool_call>\n<function=save>\n<parameter=path>\nsrc/a.py\n"
+            "</parameter>\n<parameter=content>\ndef f(a, b):\n    return a < b and b > 0\n\n"
+            "</parameter>\n</function>\n<function=shell>\n<parameter=command>\npytest -q\n"
+            "</parameter>\n</function>\n</tool_call>\n" + QWEN_CALL)
+    parsed = parse(text, "qwen3-coder")
+    assert named(parsed.calls) == [
+        ("save", {"path": "src/a.py", "content": "def f(a, b):\n    return a < b and b > 0\n"}),
+        ("shell", {"command": "pytest -q"}),
+        ("shell", {"command": "ls"}),
+    ]
+    assert parsed.calls[0].start == text.index("<function=save>")
+    assert parsed.calls[0].format == "qwen3-coder"
+    assert streamed(text, "qwen3-coder") == (parsed.calls, [])
+
+
+def test_qwen3_coder_values_may_mention_the_closing_tag() -> None:
+    text = ("<tool_call><function=save><parameter=content>\nwrite </parameter> to close\n"
+            "</parameter></function></tool_call>")
+    assert named(parse_calls(text, "qwen3-coder")) == [
+        ("save", {"content": "write </parameter> to close"})]
+
+
+@pytest.mark.parametrize(("body", "what"), [
+    ("<function=shell>\n<parameter=command>\nls\n</function>",
+     "has a <function=shell> whose <parameter=command> is never closed with </parameter>"),
+    ("<function=shell>\n<parameter=command>\nls\n</parameter>",
+     "has a <function=shell> that is never closed with </function>"),
+    ("<function=shell>\nls -la\n</function>",
+     "has a <function=shell> holding text that is not a <parameter=NAME>…</parameter> element"),
+    ("<function=shell>\n<parameter=a>1</parameter>\n<parameter=a>2</parameter>\n</function>",
+     "has a <function=shell> that sets <parameter=a> twice"),
+    ("<function=>\n</function>", "has a <function=> that names no tool"),
+    ("<function=shell>\n</function>\nthanks", "holds text that is not a <function=TOOL>"),
+])
+def test_qwen3_coder_malformed_bodies_are_reported(body: str, what: str) -> None:
+    text = f"First:\n<tool_call>\n{body}\n</tool_call>\nThen:\n{QWEN_CALL}\n"
+    parsed = parse(text, "qwen3-coder")
+    assert named(parsed.calls)[-1] == ("shell", {"command": "ls"})
+    diagnostic = only(parsed.diagnostics)
+    assert (diagnostic.kind, diagnostic.line) == ("malformed", 2)
+    assert diagnostic.message.startswith(f"The <tool_call> call on line 2 {what}")
+
+
+def test_one_tag_reader_understands_both_bodies() -> None:
+    text = f"{HERMES_CALL}\n{QWEN_CALL.replace('ls', 'pwd')}\n"
+    for fmt in ("hermes", "qwen3-coder"):
+        calls = parse_calls(text, fmt)
+        assert named(calls) == [("shell", {"command": "ls"}), ("shell", {"command": "pwd"})]
+        assert {c.format for c in calls} == {fmt}
+
+
+def test_qwen3_coder_render() -> None:
+    call = ToolCall("save", kwargs={"path": "a.py", "content": "\nx = 1\n", "n": 3})
+    assert render(call, "qwen3-coder") == (
+        "<tool_call>\n<function=save>\n<parameter=path>\na.py\n</parameter>\n"
+        "<parameter=content>\n\nx = 1\n\n</parameter>\n<parameter=n>\n3\n</parameter>\n"
+        "</function>\n</tool_call>")
+    [parsed] = parse_calls(render(call, "qwen3-coder"), "qwen3-coder")
+    assert parsed.kwargs == {"path": "a.py", "content": "\nx = 1\n", "n": "3"}
+    for value in ("a </parameter>\n</function> b", "</tool_call>", "<tool_call>", "a\r\nb"):
+        with pytest.raises(UnrepresentableCall):
+            render(ToolCall("save", kwargs={"content": value}), "qwen3-coder")
+
+
+# -- pythonic ------------------------------------------------------------------------------
+
+
+def test_pythonic_several_calls_with_literal_values() -> None:
+    text = ('Checking.\n[get_weather(city="Paris", days=3), shell(command=\'ls -la\'),\n'
+            " mcp.fetch(url='https://x.org', opts={'a': [1, -2.5, (True, None)], 'b': false, "
+            "'c': null, 'd': true})]\nDone.\n")
+    parsed = parse(text, "pythonic")
+    assert named(parsed.calls) == [
+        ("get_weather", {"city": "Paris", "days": 3}),
+        ("shell", {"command": "ls -la"}),
+        ("mcp.fetch", {"url": "https://x.org",
+                       "opts": {"a": [1, -2.5, [True, None]], "b": False, "c": None,
+                                "d": True}}),
+    ]
+    assert {(c.start, c.end) for c in parsed.calls} == {(text.index("["), text.index("\nDone"))}
+    assert parsed.diagnostics == []
+    assert streamed(text, "pythonic") == (parsed.calls, [])
+
+
+def test_pythonic_strings_hold_brackets_quotes_and_newlines() -> None:
+    text = ("[save(path='a.py', content='''x = [1, (2]\n\"\"\"doc\"\"\"\n''', "
+            'note="a \\" ] # not a comment", tag=r"\\d+"),  # a ] in a comment\n'
+            " shell(command='echo \\'hi\\'')]\n[read(path='b')]\n")
+    calls = parse_calls(text, "pythonic")
+    assert named(calls) == [
+        ("save", {"path": "a.py", "content": 'x = [1, (2]\n"""doc"""\n',
+                  "note": 'a " ] # not a comment', "tag": "\\d+"}),
+        ("shell", {"command": "echo 'hi'"}),
+        ("read", {"path": "b"}),
+    ]
+    assert streamed(text, "pythonic")[0] == calls
+
+
+def test_pythonic_lists_only_count_at_the_start_of_a_line_outside_blocks() -> None:
+    text = (f"Call it like [shell(command='no')].\n{F}python\n[shell(command='no')]\n{F}\n"
+            "<think>\n[shell(command='no')]\n</think>\n[x for x in y]\n"
+            "  [shell(command='yes')]\n")
+    assert named(parse_calls(text, "pythonic")) == [("shell", {"command": "yes"})]
+
+
+@pytest.mark.parametrize(("line", "what"), [
+    ('[shell("ls")]', "passes a positional argument to shell ('ls'); write every argument as "
+     "NAME=VALUE"),
+    ("[shell(command=os.getcwd())]", "passes command=os.getcwd() to shell, which is not a "
+     "literal; values must be strings, numbers, True/False, None, lists or dicts"),
+    ("[read(path='a'), shell(**options)]", "unpacks **options into shell"),
+    ("[shell(command=f'{x}')]", "passes command=f'{x}' to shell, which is not a literal"),
+    ("[read(path={1: 'a'})]", "passes path=1 to read, which is not a literal"),
+    ("[shell(command='ls') + 1]", "holds shell(command='ls') + 1, which is not a call"),
+    ("[shell(command='ls')(1)]", "calls shell(command='ls'), which is not a tool name"),
+    ("[shell(command='ls' 'x' 1)]", "is not a valid Python list of calls (invalid syntax"),
+    ("[shell(command='ls') for x in y]", "is not a plain list of calls"),
+])
+def test_pythonic_mistakes_are_reported_and_the_whole_list_does_not_run(line: str,
+                                                                         what: str) -> None:
+    text = f"Now:\n{line}\n[read(path='b')]\n"
+    parsed = parse(text, "pythonic")
+    assert named(parsed.calls) == [("read", {"path": "b"})]
+    diagnostic = only(parsed.diagnostics)
+    assert (diagnostic.kind, diagnostic.line) == ("malformed", 2)
+    assert diagnostic.message.startswith("The [")
+    assert what in diagnostic.message
+
+
+def test_an_unbalanced_pythonic_list_is_reported_and_the_rest_is_read() -> None:
+    text = "[shell(command='ls'\nand prose\n[read(path='b')]\n"
+    parsed = parse(text, "pythonic")
+    assert named(parsed.calls) == [("read", {"path": "b"})]
+    assert only(parsed.diagnostics).message == (
+        "The [shell(…)] call on line 1 never ends (its brackets do not balance), so it did not "
+        "run.")
+
+
+def test_pythonic_render_writes_python_literals() -> None:
+    call = ToolCall("mcp.fetch", kwargs={"url": "it's \"here\"\n", "n": -1, "ok": True,
+                                         "opts": {"a": [None, 1.5]}})
+    text = render(call, "pythonic")
+    assert text == ("[mcp.fetch(url='it\\'s \"here\"\\n', n=-1, ok=True, "
+                    "opts={'a': [None, 1.5]})]")
+    [parsed] = parse_calls(text, "pythonic")
+    assert parsed.key() == call.key()
+    for bad in (ToolCall("my-tool"), ToolCall("x", kwargs={"class": 1}),
+                ToolCall("x", kwargs={"v": float("nan")}), ToolCall("x", kwargs={"v": {1: 2}}),
+                ToolCall("x", "argline")):
+        with pytest.raises(UnrepresentableCall):
+            render(bad, "pythonic")
+
+
+@pytest.mark.parametrize("source", [
+    "a=1)]", "a='])')]", 'a="\\"])")]', "a='''])\n''')]", 'a="""x""""])")]', "a='', b=1)]",
+    "a=1)  # ])\n]", "a=[{(1,)}])]", "a=r'\\'')]", "a='''''', b=\"\")]",
+])
+def test_the_bracket_end_finder_is_resumable(source: str) -> None:
+    source = "f(" + source  # the finder starts after the list's "["
+    whole = PyEndScanner().scan(source, 0)
+    assert whole == ("end", len(source))
+    finder = PyEndScanner()
+    for i, ch in enumerate(source):
+        status, at = finder.scan(ch, 0)
+        if status == "end":
+            assert (i + at, i + 1) == (len(source), len(source))
+            return
+        assert at == 1
+    pytest.fail("no end found")
+
+
+HOSTILE = {
+    "open pythonic": "[a(" + "(" * 200_000,
+    "deep pythonic": "[a(x=" + "[" * 100_000 + "]" * 100_000 + ")]\n",
+    "open string": "[a(x='" + "\\'" * 100_000,
+    "many quotes": "[a(x=" + "'" * 200_001 + ")]\n",
+    "deep json": '<tool_call>{"name": "a", "arguments": ' + "[" * 100_000 + "]" * 100_000 +
+                 "}</tool_call>",
+    "deep arguments string": '<tool_call>{"name": "a", "arguments": "' + "[" * 100_000 +
+                             "]" * 100_000 + '"}</tool_call>',
+    "repeated openers": "<tool_call>" * 100_000 + "{}</tool_call>",
+    "open tool call": "<tool_call>\n" * 50_000,
+    "many parameters": "<tool_call><function=a>" + "".join(
+        f"<parameter=p{i}>x</parameter>" for i in range(50_000)) + "</function></tool_call>",
+    "parameter never closed": "<tool_call><function=a><parameter=p>" + "x</parameter>y" * 50_000
+                              + "</function></tool_call>",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_inputs_finish(name: str) -> None:
+    for fmt in ("hermes", "qwen3-coder", "pythonic", "tool", "auto"):
+        parse(HOSTILE[name], fmt)
+
+
+# -- the tool format -----------------------------------------------------------------------
+
+
+def test_tool_format_recovers_tool_calls_left_in_the_content() -> None:
+    text = (f"{HERMES_CALL}\n{QWEN_CALL.replace('ls', 'pwd')}\n"
+            '@read(c1): {"path": "a"}\n<tool_call>{"name": }</tool_call>\n')
+    parsed = parse(text, "tool")
+    assert [(c.name, dict(c.kwargs), c.format) for c in parsed.calls] == [
+        ("shell", {"command": "ls"}, "tool"), ("shell", {"command": "pwd"}, "tool"),
+        ("read", {"path": "a"}, "tool")]
+    assert only(parsed.diagnostics).message.startswith(
+        "The <tool_call> call on line 12 holds JSON that could not be read")
+
+
+# -- auto ----------------------------------------------------------------------------------
+
+REPLIES = {
+    "markdown": (f"Listing.\n{F}shell\nls\n{F}\n", {}),
+    "xml": ("Listing.\n<tool-use>\n<shell>\nls\n</shell>\n</tool-use>\n", {}),
+    "tool": ('Listing.\n@shell(c1): {"command": "ls"}\n', {"command": "ls"}),
+    "hermes": (f"Listing.\n{HERMES_CALL}\n", {"command": "ls"}),
+    "qwen3-coder": (f"Listing.\n{QWEN_CALL}\n", {"command": "ls"}),
+    "pythonic": ("Listing.\n[shell(command='ls')]\n", {"command": "ls"}),
+}
+LATER = (f"Later:\n{F}md_later\n{F}\n<tool-use><xml_later/></tool-use>\n"
+         '@tool_later(c9): {}\n<tool_call>{"name": "tag_later"}</tool_call>\n'
+         "[py_later()]\n")
+LATER_NAME = {"markdown": "md_later", "xml": "xml_later", "tool": "tool_later",
+              "hermes": "tag_later", "qwen3-coder": "tag_later", "pythonic": "py_later"}
+
+
+@pytest.mark.parametrize("fmt", sorted(REPLIES))
+def test_auto_picks_the_format_of_the_first_call_and_ignores_the_others(fmt: str) -> None:
+    reply, kwargs = REPLIES[fmt]
+    text = reply + LATER
+    parsed = parse(text, "auto")
+    assert [c.name for c in parsed.calls] == ["shell", LATER_NAME[fmt]]
+    assert (dict(parsed.calls[0].kwargs), parsed.calls[0].format) == (kwargs, fmt)
+    assert parsed.diagnostics == []
+    assert streamed(text, "auto") == (parsed.calls, [])
+    # The call is given out as soon as the reply's format is certain, not at the end.
+    assert StreamParser("auto").feed(reply + "\n") == parsed.calls[:1]
+
+
+def test_auto_holds_calls_back_while_an_earlier_call_may_still_come() -> None:
+    text = (f"I'll answer in a <tool_call> block, or not.\n{F}shell\nls\n{F}\nDone.\n")
+    parser = StreamParser("auto")
+    assert parser.feed(text) == []  # the <tool_call> could still close with a call in it
+    [call] = parser.finish()
+    assert (call.name, call.format) == ("shell", "markdown")
+    # A tag that never closes is weak evidence: it loses to any call.
+    assert parser.diagnostics == []
+
+
+def test_auto_a_malformed_first_call_decides_the_format() -> None:
+    text = f'<tool_call>{{"name": "shell", "arguments": {{"command" "ls"}}}}</tool_call>\n' \
+        f"{F}shell\nls\n{F}\n"
+    parsed = parse(text, "auto")
+    assert parsed.calls == []
+    assert only(parsed.diagnostics).message.startswith(
+        "The <tool_call> call on line 1 holds JSON that could not be read")
+
+
+def test_auto_reports_an_unclosed_call_when_nothing_else_was_found() -> None:
+    parsed = parse('Running:\n<tool_call>\n{"name": "shell", "arguments": {}}\n', "auto")
+    assert parsed.calls == []
+    assert only(parsed.diagnostics).kind == "unclosed"
+    assert parse("Just prose, [no(calls)] here.\n", "auto") == parse("", "auto")
+
+
+def test_auto_teaches_and_renders_markdown() -> None:
+    auto, markdown = get_format("auto"), get_format("markdown")
+    assert (auto.preamble, auto.named_arguments, auto.by_langtag, auto.native) == (
+        markdown.preamble, False, True, False)
+    call = ToolCall("save", "a.py", "x = 1")
+    assert render(call, "auto") == render(call, "markdown")
+
+
+# -- instructions and execution ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("fmt", "example"), [
+    ("hermes", '<tool_call>\n{"name": "shell", "arguments": {"command": "ls", "timeout": 60}}'
+               "\n</tool_call>"),
+    ("qwen3-coder", "<tool_call>\n<function=shell>\n<parameter=command>\nls\n</parameter>\n"
+                    "<parameter=timeout>\n60\n</parameter>\n</function>\n</tool_call>"),
+    ("pythonic", "[shell(command='ls', timeout=60)]"),
+])
+def test_instructions_teach_each_format_with_examples_in_it(fmt: str, example: str) -> None:
+    prompt = Toolchain.build(["shell"]).instructions(fmt)
+    assert prompt.startswith(get_format(fmt).preamble)
+    assert example in prompt
+    assert ("shell", "ls") in [(c.name, c.kwargs.get("command")) for c in parse_calls(prompt, fmt)]
+
+
+@pytest.mark.parametrize(("fmt", "reply"), [
+    ("hermes", '<tool_call>{"name": "add", "arguments": {"a": 2, "b": 3}}</tool_call>\n'),
+    ("qwen3-coder", "<tool_call>\n<function=add>\n<parameter=a>\n2\n</parameter>\n"
+                    "<parameter=b>\n3\n</parameter>\n</function>\n</tool_call>\n"),
+    ("pythonic", "[add(a=2, b=3)]\n"),
+    ("auto", "[add(a=2, b=3)]\n"),
+])
+def test_each_format_runs_in_a_session(tmp_path: Path, fmt: str, reply: str) -> None:
+    with Session(Toolchain.build(catalogue=CATALOGUE), workspace=tmp_path, fmt=fmt) as session:
+        assert [m.content for m in session.execute(reply)] == ["5"]
