@@ -17,12 +17,23 @@ from typing import Any
 
 @dataclass
 class Reply:
-    """One recorded model reply: text, and optionally native tool calls."""
+    """One recorded model reply: text, and optionally native tool calls.
+
+    The rest makes the server misbehave on demand: ``finish`` overrides the stop reason
+    (``length``, ``content_filter``, ``max_tokens``…); ``cut_after`` closes the connection
+    after that many events, with no terminator; ``garbage`` sends a malformed SSE line after
+    the text; ``status`` answers with that HTTP error instead (and ``retry_after``).
+    """
 
     text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     chunk_size: int = 7
     delay: float = 0.0
+    finish: str | None = None
+    cut_after: int | None = None
+    garbage: bool = False
+    status: int = 200
+    retry_after: str | None = None
 
 
 @dataclass
@@ -58,6 +69,9 @@ class FakeModelServer:
                     server.requests.append(served)
                     reply = server.replies.pop(0) if server.replies else Reply(
                         "(no more recorded replies)")
+                if reply.status != 200:
+                    self._error(reply)
+                    return
                 if self.path.endswith("/chat/completions"):
                     events = list(_openai_events(reply, body.get("model", "m")))
                 elif self.path.endswith("/messages"):
@@ -65,6 +79,10 @@ class FakeModelServer:
                 else:
                     self.send_error(404)
                     return
+                if reply.garbage:
+                    events.insert(len(events) - 2, "data: {this is not json\n\n")
+                if reply.cut_after is not None:
+                    events = events[: reply.cut_after]
                 served.chunks_total = len(events)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -81,6 +99,17 @@ class FakeModelServer:
                 except (BrokenPipeError, ConnectionResetError):
                     served.disconnected = True
                 self.close_connection = True
+
+            def _error(self, reply: Reply) -> None:
+                payload = json.dumps({"error": {"message": f"fake error {reply.status}",
+                                                "type": "fake"}}).encode()
+                self.send_response(reply.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                if reply.retry_after is not None:
+                    self.send_header("Retry-After", reply.retry_after)
+                self.end_headers()
+                self.wfile.write(payload)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
@@ -129,7 +158,7 @@ def _openai_events(reply: Reply, model: str) -> Iterator[str]:
                                      "function": {"name": call["name"], "arguments": ""}}]})
         for piece in _pieces(json.dumps(call["arguments"]), reply.chunk_size):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, "tool_calls" if reply.tool_calls else "stop")
+    yield chunk({}, reply.finish or ("tool_calls" if reply.tool_calls else "stop"))
     yield "data: [DONE]\n\n"
 
 
@@ -157,6 +186,7 @@ def _anthropic_events(reply: Reply, model: str) -> Iterator[str]:
         yield _sse({"type": "content_block_stop", "index": index}, "content_block_stop")
         index += 1
     yield _sse({"type": "message_delta", "delta": {
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn", "stop_sequence": None},
+        "stop_reason": reply.finish or ("tool_use" if reply.tool_calls else "end_turn"),
+        "stop_sequence": None},
         "usage": {"output_tokens": 5}}, "message_delta")
     yield _sse({"type": "message_stop"}, "message_stop")

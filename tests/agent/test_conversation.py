@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -37,7 +38,33 @@ def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
     conversation.close()
     with conversation.path.open("a") as handle:
         handle.write('{"op": "message", "role": "assistant", "content": "half')
-    assert [m.content for m in Conversation.open(tmp_path, "torn").messages] == ["kept"]
+    listed = Conversation.list_all(tmp_path)
+    assert listed[0].messages == 1
+    reopened = Conversation.open(tmp_path, "torn")
+    assert [m.content for m in reopened.messages] == ["kept"]
+    assert len(reopened.notes) == 1 and "was torn (a crash mid-write)" in reopened.notes[0]
+    assert b"half" in reopened.path.read_bytes()  # opening and listing change nothing
+    reopened.append(Message("user", "after the crash"))
+    reopened.append(Message("user", "and more"))
+    reopened.close()
+    again = Conversation.open(tmp_path, "torn")
+    assert [m.content for m in again.messages] == ["kept", "after the crash", "and more"]
+    assert again.notes == []
+    [side] = list(again.folder.glob("conversation.jsonl.torn-*"))
+    assert side.read_bytes() == b'{"op": "message", "role": "assistant", "content": "half'
+
+
+def test_an_unreadable_line_is_said_not_warned(tmp_path: Path,
+                                               recwarn: pytest.WarningsRecorder) -> None:
+    conversation = Conversation.create(tmp_path, "bad")
+    conversation.append(Message("user", "one"))
+    conversation.close()
+    with conversation.path.open("a") as handle:
+        handle.write("not json at all\n")
+    reopened = Conversation.open(tmp_path, "bad")
+    assert [m.content for m in reopened.messages] == ["one"]
+    assert reopened.notes == [f"line 2 of {reopened.path} could not be read and was skipped"]
+    assert len(recwarn) == 0
 
 
 def test_kill_at_any_moment_loses_at_most_one_message(tmp_path: Path) -> None:
@@ -71,3 +98,24 @@ def test_names_listing_and_errors(tmp_path: Path) -> None:
     first.close()
     [info] = Conversation.list_all(tmp_path)
     assert (info.name, info.messages, info.first_prompt) == (first.name, 1, "what is up")
+
+
+def test_conversations_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        conversation = Conversation.create(tmp_path, "private")
+        conversation.append(Message("user", "my secret plans"))
+        conversation.close()
+        legacy = tmp_path / "conversations" / "legacy"
+        legacy.mkdir(mode=0o777)
+        (legacy / "conversation.jsonl").write_text("")
+        os.chmod(legacy / "conversation.jsonl", 0o666)
+        reopened = Conversation.open(tmp_path, "legacy")
+        reopened.append(Message("user", "more"))
+        reopened.close()
+    finally:
+        os.umask(old)
+    for folder in (tmp_path / "conversations", conversation.folder, legacy):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+    for log in (conversation.path, reopened.path):
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600, log

@@ -96,7 +96,7 @@ def test_message_hooks_fire_in_a_chat(workspace: Path, tmp_path: Path) -> None:
         provider = ScriptedProvider([f"Saving.\n{F}save a.txt\nhi\n{F}\n", "Done."])
         agent = agent_for(provider, session, tmp_path)
         agent.send("save a file")
-    call_reply = f"Saving.\n{F}save a.txt\nhi\n{F}"
+    call_reply = f"Saving.\n{F}save a.txt\nhi\n{F}\n"  # a file block is final at the end
     assert pre == [call_reply, "Done."]
     assert post == [(call_reply, 1), ("Done.", 0)]
     assert (workspace / "a.txt").read_text() == "hi\n"
@@ -134,3 +134,15 @@ def test_stream_stops_at_the_first_complete_call(workspace: Path, tmp_path: Path
     assert provider.delivered[0] < len(text) // 4
     [result] = [m for m in agent.conversation.messages if m.role == "system"]
     assert "one" in result.content and "two" not in result.content
+
+
+def test_a_broken_call_is_told_to_the_model_and_the_loop_goes_on(workspace: Path,
+                                                                  tmp_path: Path) -> None:
+    with make_session(workspace, "markdown") as session:
+        provider = ScriptedProvider([f"{F}shell\necho unfinished\n", "Sorry, I forgot the fence."])
+        agent = agent_for(provider, session, tmp_path)
+        agent.send("go")
+    [told] = [m for m in agent.conversation.messages if m.role == "system"]
+    assert told.content.startswith(f"The {F}shell block opened on line 1 was never closed")
+    assert told.content in provider.requests[1].messages[-1].content
+    assert agent.conversation.messages[-1].content == "Sorry, I forgot the fence."

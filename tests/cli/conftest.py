@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,3 +39,10 @@ def fencecall(tmp_path: Path, workspace: Path) -> CLI:
             text=True, timeout=120)
 
     return run
+
+
+def log_of(tmp_path: Path, name: str) -> list[dict[str, Any]]:
+    """The messages of a conversation's log, as written (settings records left out)."""
+    path = tmp_path / "home" / "conversations" / name / "conversation.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    return [record for record in records if record["op"] == "message"]

@@ -6,15 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fencecall.agent import Conversation
 
 from ..fakeserver import FakeModelServer, Reply
-from .conftest import CLI, cli_env, recorded
-
-
-def log_of(tmp_path: Path, name: str) -> list[dict[str, object]]:
-    path = tmp_path / "home" / "conversations" / name / "conversation.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
+from .conftest import CLI, cli_env, log_of, recorded
 
 
 def test_markdown_calls_run_and_results_feed_back(fencecall: CLI, workspace: Path,
@@ -122,12 +119,36 @@ def test_api_key_is_sent_but_never_logged(fencecall: CLI, tmp_path: Path) -> Non
             assert secret not in path.read_text(errors="replace"), path
 
 
+@pytest.mark.parametrize("sandbox", ["workspace-write", "off"])
+def test_a_hostile_model_cannot_read_the_api_key(sandbox: str, fencecall: CLI,
+                                                 tmp_path: Path) -> None:
+    """Every way back to the key a tool has: its environment, fencecall's through /proc (the
+    parent's, every process's), python's os.environ, and the files fencecall wrote."""
+    secret = "sk-test-hostile-6789abcdef"
+    steal = ("```shell\nenv; cat /proc/$PPID/environ; cat /proc/*/environ; "
+             "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; done; "
+             "python3 -c 'import os; print(os.environ)'; cat ~/.local/share/fencecall/*/*/*\n"
+             "```\n")
+    with FakeModelServer([Reply(steal), Reply("done")]) as server:
+        env = cli_env(tmp_path, server.openai_url, FENCECALL_LOCAL_API_KEY=secret)
+        result = fencecall("-y", "--sandbox", sandbox, "--model", "local/m", "--name", "h",
+                           "go", base_url=server.openai_url, env=env)
+    assert result.returncode == 0, result.stderr
+    sent_back = server.requests[1].body["messages"][-1]["content"]
+    assert "PATH=" in sent_back  # the commands did run
+    assert secret not in sent_back and "[REDACTED" not in sent_back  # never read, not masked
+    assert secret not in result.stdout + result.stderr
+    for path in (tmp_path / "home").rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path
+
+
 def test_step_limit(fencecall: CLI, tmp_path: Path) -> None:
     loop = [Reply("```shell\necho again\n```\n") for _ in range(5)]
     with FakeModelServer(loop) as server:
         result = fencecall("-y", "--model", "local/m", "--name", "lim", "--max-steps", "2",
                            "loop", base_url=server.openai_url)
-    assert result.returncode == 0
+    assert result.returncode == 1
     assert len(server.requests) == 2
     assert "step limit" in result.stdout
     assert log_of(tmp_path, "lim")[-1]["metadata"] == {"status": "step-limit"}

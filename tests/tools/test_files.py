@@ -140,8 +140,8 @@ def test_read_binary_missing_and_limits(run: Run, workspace: Path,
     monkeypatch.setattr(read, "MAX_LINES", 5)
     (workspace / "long.txt").write_text("x\n" * 20)
     [long] = run(f"{F}read long.txt\n{F}\n")
-    assert "(lines 1-5 of 20)" in long.content and "[15 more lines; read again with start=6]" \
-        in long.content
+    assert "(lines 1-5 of 20)" in long.content
+    assert long.content.endswith(f"[15 more lines; read on with:]\n{F}read long.txt 6\n\n{F}")
     monkeypatch.setattr(read, "MAX_BYTES", 10)
     [huge] = run(f"{F}read long.txt\n{F}\n")
     assert "over the 10-byte limit" in huge.content

@@ -11,8 +11,6 @@ import json
 import os
 import re
 import secrets
-import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +20,8 @@ from ..errors import UserError
 from ..message import Message
 
 LOG_NAME = "conversation.jsonl"
+PRIVATE_FOLDER = 0o700
+PRIVATE_FILE = 0o600
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
@@ -44,24 +44,30 @@ def _message_from(record: dict[str, Any]) -> Message:
                    datetime.fromisoformat(record["time"]), record.get("metadata") or {})
 
 
-def read_records(path: Path) -> Iterator[dict[str, Any]]:
-    """The complete records of a log; a torn final line (a crash mid-write) is skipped."""
+@dataclass(frozen=True, slots=True)
+class LogContents:
+    """A log as read: its records, where its valid prefix ends, and what was wrong."""
+
+    records: list[dict[str, Any]]
+    valid_end: int
+    """Bytes of the file that end on a complete line; past them lies a torn last line."""
+    problems: list[str]
+
+
+def read_log(path: Path) -> LogContents:
+    """The complete records of a log. A torn final line (a crash or a full disk mid-write) is
+    not a record; unreadable complete lines are skipped and said."""
     data = path.read_bytes()
-    lines = data.split(b"\n")
-    complete, torn = lines[:-1], lines[-1]
-    for number, line in enumerate(complete, 1):
+    valid_end = data.rfind(b"\n") + 1
+    records, problems = [], []
+    for number, line in enumerate(data[:valid_end].split(b"\n")[:-1], 1):
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            records.append(json.loads(line))
         except json.JSONDecodeError:
-            warnings.warn(f"{path}:{number}: unreadable line skipped", stacklevel=2)
-    if torn.strip():
-        try:
-            record = json.loads(torn)
-        except json.JSONDecodeError:
-            return  # the line being written when the process died
-        yield record
+            problems.append(f"line {number} of {path} could not be read and was skipped")
+    return LogContents(records, valid_end, problems)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +86,23 @@ class Conversation:
         self.name = folder.name
         self.path = folder / LOG_NAME
         self.messages: list[Message] = []
+        self.settings: dict[str, Any] = {}
+        """What the conversation was last run with (model, format, tools, workspace…), so a
+        resumed one runs as it did unless told otherwise."""
+        self._valid_end = 0
+        self.notes: list[str] = []
+        """What was found wrong with the log on opening (shown to the user once)."""
         if self.path.exists():
-            for record in read_records(self.path):
+            contents = read_log(self.path)
+            for record in contents.records:
                 self._replay(record)
+            self.notes = contents.problems
+            self._valid_end = contents.valid_end
+            torn = self.path.stat().st_size - contents.valid_end
+            if torn:
+                self.notes.append(f"the last line of {self.path} was torn (a crash mid-write): "
+                                  f"its {torn} bytes are not part of the conversation and are "
+                                  "set aside in a side file before anything is added")
         self._fd: int | None = None
 
     # -- opening -------------------------------------------------------------------------
@@ -98,8 +118,9 @@ class Conversation:
         folder = cls.logs_dir(home) / check_name(name)
         if (folder / LOG_NAME).exists():
             raise ConversationError(f"a conversation called {name!r} exists; resume it instead")
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / LOG_NAME).touch()
+        private_folder(cls.logs_dir(home))
+        private_folder(folder)
+        os.close(os.open(folder / LOG_NAME, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
         return cls(folder)
 
     @classmethod
@@ -142,22 +163,60 @@ class Conversation:
     def _write(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            private_folder(self.folder)
+            self._set_aside_torn_line()
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE_FILE)
+            os.fchmod(self._fd, PRIVATE_FILE)  # whatever the umask, or an older log's mode
         written = os.write(self._fd, line)
         if written != len(line):
             raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
         os.fsync(self._fd)
 
+    def remember(self, settings: dict[str, Any]) -> None:
+        """Record the settings this conversation runs with (when they changed)."""
+        if settings != self.settings:
+            self._write({"op": "settings", "settings": settings,
+                         "time": datetime.now(UTC).isoformat()})
+            self.settings = dict(settings)
+
     def _replay(self, record: dict[str, Any]) -> None:
-        if record.get("op") == "undo":
+        if record.get("op") == "settings":
+            self.settings = dict(record.get("settings") or {})
+        elif record.get("op") == "undo":
             del self.messages[-int(record["count"]):]
         elif record.get("op") == "message":
             self.messages.append(_message_from(record))
+
+    def _set_aside_torn_line(self) -> None:
+        """Move a torn last line into a side file and cut the log back to its valid prefix,
+        so the next append starts a line of its own instead of gluing onto the fragment.
+        (Done before the first write, not on opening: listing conversations changes none.)"""
+        valid_end = self._valid_end
+        if not self.path.exists() or self.path.stat().st_size == valid_end:
+            return
+        fragment = self.path.read_bytes()[valid_end:]
+        side = self.folder / f"{LOG_NAME}.torn-{datetime.now(UTC):%Y%m%d-%H%M%S-%f}"
+        fd = os.open(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
+        try:
+            os.write(fd, fragment)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with self.path.open("r+b") as log:
+            log.truncate(valid_end)
+            os.fsync(log.fileno())
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def private_folder(folder: Path) -> None:
+    """Create ``folder`` (and its parents) and make it readable by its owner alone, whatever
+    the umask: conversations hold what tools printed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, PRIVATE_FOLDER)
 
 
 def check_name(name: str) -> str:

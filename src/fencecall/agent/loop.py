@@ -1,23 +1,35 @@
 """The agent loop: stream a reply, stop at the first complete call, run it, repeat.
 
 Generation stops as soon as the incremental parser reports a complete runnable call: the
-model cannot write past its own call (hallucinating the result) and no tokens are wasted.
-Native calls (``tool`` format) are collected until the stream ends. Results are appended as
-system messages and the loop continues until a reply has no call or the step limit is hit.
+model cannot write past its own call (hallucinating the result) and no tokens are wasted; a
+reply that arrived whole is cut right after that call the same way. Native calls (``tool``
+format) are collected until the stream ends. Results are appended as system messages and
+the loop continues until a reply has no call or the step limit is hit.
+
+A stream that breaks off (no stop reason, an unreadable event) is never taken for an answer:
+the reply is asked for again, with backoff, and reported if it keeps breaking. A reply cut at
+the output token limit is kept as cut, and the model is asked to continue it.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import Enum
 
 from ..execution import Session, resolve
 from ..message import Message, Status, system
-from ..parsing import StreamParser, ToolCall
-from ..providers import ChatRequest, NativeCall, Provider, TextDelta
+from ..parsing import Diagnostic, StreamParser, ToolCall, parse_calls
+from ..providers import ChatRequest, NativeCall, Provider, StreamBroken, StreamEnd, TextDelta
 from .conversation import Conversation
 from .prompt import system_prompt
+
+UNFINISHED = ("No result was recorded for this call: fencecall stopped while it was running "
+              "(or before it started). It may have run in part; check before repeating it.")
+CONTINUE = ("Your reply was cut off at the output token limit ({limit} tokens). Continue "
+            "exactly where it stopped; if it was a long file, split the work into parts.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,63 +53,156 @@ class ToolResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Retrying:
+    """The reply stream broke; the reply is asked for again after ``delay`` seconds."""
+
+    reason: str
+    attempt: int
+    attempts: int
+    delay: float
+
+
+@dataclass(frozen=True, slots=True)
 class StepLimit:
     steps: int
 
 
-AgentEvent = ReplyText | ReplyDone | ToolResult | StepLimit
+AgentEvent = ReplyText | ReplyDone | ToolResult | Retrying | StepLimit
 EventSink = Callable[[AgentEvent], None]
 
 
+class Outcome(Enum):
+    """How a run of the loop ended."""
+
+    DONE = "done"
+    """The model answered without a call."""
+    STEP_LIMIT = "step-limit"
+    INTERRUPTED = "interrupted"
+    """The user stopped a reply or a call (Ctrl-C)."""
+
+
+@dataclass(slots=True)
+class _Reply:
+    message: Message
+    calls: list[ToolCall]
+    diagnostics: list[Diagnostic]
+    interrupted: bool = False
+    cut: bool = False
+    native: list[ToolCall] = field(default_factory=list)
+
+
 class Agent:
-    """Runs a conversation against a model with the tools of a session."""
+    """Runs a conversation against a model with the tools of a session.
+
+    ``retries`` is how often a broken reply stream is asked for again (waiting ``backoff``
+    seconds, doubled each time); ``max_tokens`` the output limit asked of the model.
+    """
 
     def __init__(self, provider: Provider, model: str, session: Session,
-                 conversation: Conversation, *, max_steps: int = 30,
-                 on_event: EventSink | None = None):
+                 conversation: Conversation, *, max_steps: int = 30, max_tokens: int = 4096,
+                 retries: int = 2, backoff: float = 1.0, on_event: EventSink | None = None,
+                 sleep: Callable[[float], None] = time.sleep):
         self.provider = provider
         self.model = model
         self.session = session
         self.conversation = conversation
         self.max_steps = max_steps
+        self.max_tokens = max_tokens
+        self.retries = retries
+        self.backoff = backoff
         self._emit = on_event or (lambda event: None)
+        self._sleep = sleep
         self._system = system_prompt(session)
 
-    def send(self, prompt: str) -> None:
+    def send(self, prompt: str) -> Outcome:
         """Add a user message and work until the model answers without a call."""
         self.conversation.append(Message("user", prompt))
-        self.resume()
+        return self.resume()
 
-    def resume(self) -> None:
+    def resume(self) -> Outcome:
         """Continue from the current state (after a resume, or after tool results)."""
+        self._answer_unfinished()
         for _ in range(self.max_steps):
-            reply, calls = self._generate()
-            self.conversation.append(reply)
-            interrupted = False
-            for result in self.session.execute_calls(reply, calls):
-                self.conversation.append(result)
-                self._emit(ToolResult(result))
+            reply = self._generate()
+            self.conversation.append(reply.message)
+            if reply.interrupted:
+                for call in reply.native:
+                    self._record(system("Not run: the user interrupted the reply (Ctrl-C).",
+                                        Status.INTERRUPTED).tagged(call.call_id, call.name))
+                return Outcome.INTERRUPTED
+            interrupted = told = False
+            calls = reply.calls + reply.native
+            for result in self.session.execute_calls(reply.message, calls, reply.diagnostics):
+                self._record(result)
                 interrupted = interrupted or result.status is Status.INTERRUPTED
-            if not calls or interrupted:
-                return
+                told = told or "diagnostic" in result.metadata
+            if interrupted:
+                return Outcome.INTERRUPTED
+            if reply.cut:
+                self._record(system(CONTINUE.format(limit=self.max_tokens), cut=True))
+            elif not (calls or told):
+                return Outcome.DONE
         self._emit(StepLimit(self.max_steps))
         self.conversation.append(system(
             f"Stopped after {self.max_steps} steps (the step limit).", Status.STEP_LIMIT))
+        return Outcome.STEP_LIMIT
+
+    def _answer_unfinished(self) -> None:
+        """Tell the model of calls whose results were never recorded: fencecall stopped
+        (a crash, a kill) while they ran. Every native call id gets its answer, so the next
+        request is not refused for a dangling call."""
+        messages = self.conversation.messages
+        last = next((i for i in range(len(messages) - 1, -1, -1)
+                     if messages[i].role == "assistant"), None)
+        if last is None or any(m.role == "user" for m in messages[last + 1 :]):
+            return
+        reply, after = messages[last], messages[last + 1 :]
+        answered = {m.call_id for m in after}
+        native = [c for c in reply.metadata.get("tool_calls") or () if c["id"] not in answered]
+        for call in native:
+            self._record(system(UNFINISHED, Status.INTERRUPTED).tagged(call["id"], call["name"]))
+        if not after and not native and self._has_calls(reply):
+            self._record(system(UNFINISHED, Status.INTERRUPTED))
+
+    def _has_calls(self, reply: Message) -> bool:
+        toolchain = self.session.toolchain
+        return any(resolve(call, toolchain) is not None
+                   for call in parse_calls(reply.content, self.session.format))
+
+    def _record(self, result: Message) -> None:
+        self.conversation.append(result)
+        self._emit(ToolResult(result))
 
     def _request(self) -> ChatRequest:
         fmt = self.session.format
         tools = tuple(spec.function_schema(fmt) for spec in self.session.toolchain.tools
                       if spec.is_runnable) if fmt.native else ()
-        return ChatRequest(self.model, self._system, tuple(self.conversation.messages), tools)
+        return ChatRequest(self.model, self._system, tuple(self.conversation.messages), tools,
+                           self.max_tokens)
 
-    def _generate(self) -> tuple[Message, list[ToolCall]]:
+    def _generate(self) -> _Reply:
+        """One reply, asked for again while its stream breaks off (up to ``retries``)."""
+        attempt = 0
+        while True:
+            try:
+                return self._generate_once()
+            except StreamBroken as err:
+                attempt += 1
+                if attempt > self.retries:
+                    raise
+                delay = self.backoff * 2 ** (attempt - 1)
+                self._emit(Retrying(str(err), attempt, self.retries, delay))
+                self._sleep(delay)
+
+    def _generate_once(self) -> _Reply:
         """Stream one reply; stop it at its first complete runnable call."""
         parser = StreamParser(self.session.format)
         text: list[str] = []
         calls: list[ToolCall] = []
         native: list[NativeCall] = []
+        end: StreamEnd | None = None
         stream = self.provider.stream(self._request())
-        stopped_early = False
+        stopped_early = interrupted = False
         try:
             for event in stream:
                 if isinstance(event, TextDelta):
@@ -109,8 +214,10 @@ class Agent:
                         break
                 elif isinstance(event, NativeCall):
                     native.append(event)
+                else:
+                    end = event
         except KeyboardInterrupt:
-            stopped_early = True
+            stopped_early = interrupted = True
             text.append("\n[interrupted by the user]")
         finally:
             stream.close()
@@ -118,13 +225,19 @@ class Agent:
             calls = self._first_runnable(parser.finish())
         reply = "".join(text)
         if calls and stopped_early:
-            reply = reply[: reply.rfind("\n") + 1].rstrip("\n")  # up to the call's last line
+            reply = _up_to(reply, calls[0])
         native_calls = [self._native_call(call) for call in native]
-        metadata = {"tool_calls": [{"id": c.call_id, "name": c.name, "arguments":
-                                    dict(c.kwargs)} for c in native_calls]} if native else {}
+        metadata: dict[str, object] = {}
+        if native_calls:
+            metadata["tool_calls"] = [{"id": c.call_id, "name": c.name,
+                                       "arguments": dict(c.kwargs)} for c in native_calls]
+        cut = end is not None and end.cut and not stopped_early
+        if cut:
+            metadata["cut"] = end.stop_reason if end else None
         message = Message("assistant", reply, metadata=metadata)
         self._emit(ReplyDone(message, stopped_early))
-        return message, calls + native_calls
+        return _Reply(message, [] if interrupted else calls, parser.diagnostics, interrupted,
+                      cut, native_calls)
 
     def _first_runnable(self, calls: list[ToolCall]) -> list[ToolCall]:
         toolchain = self.session.toolchain
@@ -135,7 +248,7 @@ class Agent:
         a JSON object reach the tool as one odd argument, so the model is told its call was
         malformed."""
         try:
-            arguments = json.loads(call.arguments)
+            arguments = json.loads(call.arguments, strict=False)
         except json.JSONDecodeError:
             arguments = None
         if not isinstance(arguments, dict):
@@ -143,3 +256,11 @@ class Agent:
         spec = self.session.toolchain.get(call.name)
         return ToolCall(spec.name if spec else call.name, kwargs=arguments,
                         call_id=call.call_id, format=self.session.format.name)
+
+
+def _up_to(reply: str, call: ToolCall) -> str:
+    """The reply up to the end of its first call: what the model wrote after it (a made-up
+    result, more calls) is dropped before it is stored or sent back."""
+    if call.end:  # an offset in the text as the parser read it, line ends normalised
+        return reply.replace("\r\n", "\n").replace("\r", "\n")[: call.end]
+    return reply[: reply.rfind("\n") + 1].rstrip("\n")

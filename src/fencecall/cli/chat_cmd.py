@@ -7,18 +7,24 @@ interactive chat (prompt_toolkit input with history, rich rendering, slash comma
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from rich.console import Console
 
-from ..agent import Agent, Conversation
+from ..agent import Agent, Conversation, Outcome
+from ..agent.conversation import PRIVATE_FILE, private_folder
 from ..config import Config, ConfigError, load_config
-from ..execution import Session
 from ..providers import ProviderError, get_provider
 from .confirm import choose_confirm
 from .display import Display
-from .options import toolchain_of, workspace_of
+from .options import session_of
 from .slash import ExitChat, run_slash
+from .visible import visible, visible_text
+
+EXIT_CODES = {Outcome.DONE: 0, Outcome.STEP_LIMIT: 1, Outcome.INTERRUPTED: 130}
+"""Without a person at the chat, how the work ended is the exit status."""
 
 
 def list_conversations(args: argparse.Namespace) -> int:
@@ -28,32 +34,52 @@ def list_conversations(args: argparse.Namespace) -> int:
     if not infos:
         console.print(f"No conversations yet in {Conversation.logs_dir(config.home)}.")
     for info in infos:
-        console.print(f"{info.name}  {info.modified:%Y-%m-%d %H:%M}  {info.messages:>4} msgs  "
-                      f"{info.first_prompt[:60]}", markup=False)
+        console.print(visible_text(f"{info.name}  {info.modified:%Y-%m-%d %H:%M}  "
+                                   f"{info.messages:>4} msgs  {info.first_prompt[:60]}"))
     return 0
 
 
-def _conversation(args: argparse.Namespace, config: Config) -> Conversation:
-    if args.resume:
-        return Conversation.open(config.home, args.resume)
-    return Conversation.create(config.home, args.name)
+def _resumed(args: argparse.Namespace, config: Config) -> Conversation | None:
+    """The conversation ``--resume`` names, its notes said once; its remembered settings fill
+    in every option the command line leaves out."""
+    if not args.resume:
+        return None
+    conversation = Conversation.open(config.home, args.resume)
+    for note in conversation.notes:
+        print(f"fencecall: note: {visible(note)}", file=sys.stderr)
+    saved = conversation.settings
+    for option in ("model", "format", "tools", "sandbox", "network"):
+        if getattr(args, option) is None and saved.get(option) is not None:
+            setattr(args, option, saved[option])
+    if args.workspace is None and saved.get("workspace"):
+        args.workspace = Path(saved["workspace"])
+    if not args.root and saved.get("roots"):
+        args.root = [Path(root) for root in saved["roots"]]
+    return conversation
 
 
 def build_agent(args: argparse.Namespace, config: Config, console: Console,
                 display: Display) -> Agent:
+    resumed = _resumed(args, config)
     chosen: str | None = args.model or config.model
     if not chosen:
         raise ConfigError("no model configured: pass --model provider/name or set "
                           "FENCECALL_MODEL (e.g. openai/gpt-4o, local/qwen2.5)")
-    provider, model = get_provider(chosen, config)
-    workspace = workspace_of(args)
-    toolchain = toolchain_of(args, workspace, config.tools)
-    session = Session(toolchain, workspace=workspace,
-                      confirm=choose_confirm(console, yes=args.yes),
-                      fmt=args.format or config.format, extra_roots=args.root,
-                      hidden_env=config.secret_env_names())
-    return Agent(provider, model, session, _conversation(args, config),
-                 max_steps=args.max_steps or config.max_steps, on_event=display)
+    retries = config.retries if args.retries is None else args.retries
+    provider, model = get_provider(chosen, config, timeout=args.timeout or config.timeout,
+                                   retries=retries)
+    session = session_of(args, config, choose_confirm(console, yes=args.yes),
+                         args.format or config.format, config.tools)
+    conversation = resumed or Conversation.create(config.home, args.name)
+    conversation.remember({
+        "model": chosen, "format": session.format.name, "tools": args.tools,
+        "workspace": str(session.workspace), "roots": [str(r) for r in session.roots[1:]],
+        "sandbox": str(args.sandbox or config.sandbox),
+        "network": bool(args.network or config.network)})
+    return Agent(provider, model, session, conversation,
+                 max_steps=args.max_steps or config.max_steps,
+                 max_tokens=args.max_tokens or config.max_tokens, retries=retries,
+                 on_event=display)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,32 +87,36 @@ def run(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
     display = Display(console)
     agent = build_agent(args, config, console, display)
+    outcome = Outcome.DONE
     try:
         if args.prompt:
-            agent.send(" ".join(args.prompt))
+            outcome = agent.send(" ".join(args.prompt))
         elif not sys.stdin.isatty():
             prompt = sys.stdin.read().strip()
             if prompt:
-                agent.send(prompt)
+                outcome = agent.send(prompt)
             elif agent.conversation.messages:
-                agent.resume()
+                outcome = agent.resume()
         else:
             interactive(agent, display, config)
     except ProviderError as err:
-        console.print(f"[red]{err}[/]")
+        console.print(visible_text(str(err), "red"))
         return 1
     finally:
         agent.session.close()
         agent.conversation.close()
-    return 0
+    return EXIT_CODES[outcome]
 
 
 def interactive(agent: Agent, display: Display, config: Config) -> None:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
 
-    config.home.mkdir(parents=True, exist_ok=True)
-    prompt: PromptSession[str] = PromptSession(history=FileHistory(str(config.home / "history")))
+    private_folder(config.home)
+    history = config.home / "history"
+    os.close(os.open(history, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
+    os.chmod(history, PRIVATE_FILE)
+    prompt: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
     console = display.console
     console.print(f"fencecall: conversation [bold]{agent.conversation.name}[/], model "
                   f"{agent.model}, tools: {', '.join(agent.session.toolchain.names())}. "
@@ -110,6 +140,6 @@ def interactive(agent: Agent, display: Display, config: Config) -> None:
         except ExitChat:
             return
         except ProviderError as err:
-            console.print(f"[red]{err}[/]")
+            console.print(visible_text(str(err), "red"))
         except KeyboardInterrupt:
             console.print("[yellow]Interrupted.[/]")

@@ -18,6 +18,7 @@ from .base import (
     NativeCall,
     Provider,
     ProviderError,
+    StreamBroken,
     StreamEnd,
     StreamEvent,
     TextDelta,
@@ -41,9 +42,13 @@ def provider_class(kind: ProviderKind) -> ProviderFactory:
     return factory
 
 
-def get_provider(model: str, config: Config,
-                 env: Mapping[str, str] | None = None) -> tuple[Provider, str]:
-    """(provider, model name) for ``provider/model`` (``local/qwen2.5``, ``openai/gpt-4o``)."""
+def get_provider(model: str, config: Config, env: Mapping[str, str] | None = None, *,
+                 timeout: float | None = None,
+                 retries: int | None = None) -> tuple[Provider, str]:
+    """(provider, model name) for ``provider/model`` (``local/qwen2.5``, ``openai/gpt-4o``).
+    ``timeout`` and ``retries`` default to the configuration's."""
+    timeout = config.timeout if timeout is None else timeout
+    retries = config.retries if retries is None else retries
     env = os.environ if env is None else env
     name, sep, model_name = model.partition("/")
     if not sep or not model_name:
@@ -56,7 +61,8 @@ def get_provider(model: str, config: Config,
     if settings.key_required and not key:
         raise ConfigError(f"provider {name!r} needs an API key: set {settings.api_key_env}")
     factory = provider_class(settings.kind)
-    return factory(api_key=key, base_url=settings.base_url, name=name), model_name
+    return factory(api_key=key, base_url=settings.base_url, name=name, timeout=timeout,
+                   max_retries=retries), model_name
 
 
 __all__ = [
@@ -67,6 +73,7 @@ __all__ = [
     "ProviderError",
     "ScriptedProvider",
     "ScriptedReply",
+    "StreamBroken",
     "StreamEnd",
     "StreamEvent",
     "TextDelta",

@@ -11,10 +11,11 @@ from ..tools.spec import api_name
 from .base import (
     ChatRequest,
     NativeCall,
-    StreamEnd,
     StreamEvent,
     TextDelta,
+    end_of_stream,
     native_calls,
+    reading_stream,
     tool_result_text,
     turns,
     vendor_errors,
@@ -60,38 +61,40 @@ class AnthropicProvider:
     """Streams from the Anthropic messages API (or a server speaking it)."""
 
     def __init__(self, *, api_key: str | None, base_url: str | None = None,
-                 name: str = "anthropic", timeout: float = 600.0):
+                 name: str = "anthropic", timeout: float = 600.0, max_retries: int = 2):
         self.name = name
         self._client = anthropic.Anthropic(api_key=api_key or "not-needed", base_url=base_url,
-                                           timeout=timeout, max_retries=2)
+                                           timeout=timeout, max_retries=max_retries)
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
         tools: Any = [anthropic_tool(schema) for schema in request.tools] or anthropic.omit
         messages: Any = to_anthropic_messages(request)
         blocks: dict[int, dict[str, str]] = {}
         stop_reason = None
-        with vendor_errors(anthropic.APIError, self.name):
+        where = f"{self.name} ({self._client.base_url})"
+        with vendor_errors(where, anthropic.APIError):
             stream = self._client.messages.create(
                 model=request.model, system=request.system, max_tokens=request.max_tokens,
                 messages=messages, stream=True, tools=tools)
             try:
-                for event in stream:
-                    if event.type == "content_block_start":
-                        block = event.content_block
-                        if block.type == "tool_use":
-                            blocks[event.index] = {"id": block.id, "name": block.name,
-                                                   "json": ""}
-                    elif event.type == "content_block_delta":
-                        delta = event.delta
-                        if delta.type == "text_delta":
-                            yield TextDelta(delta.text)
-                        elif delta.type == "input_json_delta" and event.index in blocks:
-                            blocks[event.index]["json"] += delta.partial_json
-                    elif event.type == "content_block_stop" and event.index in blocks:
-                        call = blocks.pop(event.index)
-                        yield NativeCall(call["id"], call["name"], call["json"] or "{}")
-                    elif event.type == "message_delta":
-                        stop_reason = event.delta.stop_reason or stop_reason
+                with reading_stream(where):
+                    for event in stream:
+                        if event.type == "content_block_start":
+                            block = event.content_block
+                            if block.type == "tool_use":
+                                blocks[event.index] = {"id": block.id, "name": block.name,
+                                                       "json": ""}
+                        elif event.type == "content_block_delta":
+                            delta = event.delta
+                            if delta.type == "text_delta":
+                                yield TextDelta(delta.text)
+                            elif delta.type == "input_json_delta" and event.index in blocks:
+                                blocks[event.index]["json"] += delta.partial_json
+                        elif event.type == "content_block_stop" and event.index in blocks:
+                            call = blocks.pop(event.index)
+                            yield NativeCall(call["id"], call["name"], call["json"] or "{}")
+                        elif event.type == "message_delta":
+                            stop_reason = event.delta.stop_reason or stop_reason
             finally:
                 stream.close()
-        yield StreamEnd(stop_reason)
+        yield end_of_stream(where, stop_reason)

@@ -28,9 +28,11 @@ class NativeCall:
 
 @dataclass(frozen=True, slots=True)
 class StreamEnd:
-    """The model stopped on its own (``stop_reason`` as the provider says it)."""
+    """The model stopped on its own. ``stop_reason`` is the provider's word for why; ``cut``
+    says the reply is incomplete because it reached the output token limit."""
 
     stop_reason: str | None
+    cut: bool = False
 
 
 StreamEvent = TextDelta | NativeCall | StreamEnd
@@ -51,17 +53,58 @@ class ChatRequest:
 
 
 class ProviderError(RuntimeError):
-    """The provider failed (connection, authentication, bad request); the message says how."""
+    """The provider failed (connection, authentication, bad request, a content filter); the
+    message names the provider, its URL and what happened."""
+
+
+class StreamBroken(ProviderError):
+    """The reply stream ended before the model finished, or could not be read: nothing of
+    it can be trusted, and asking again may well work."""
+
+
+LENGTH_STOPS = frozenset({"length", "max_tokens", "model_length"})
+FILTER_STOPS = frozenset({"content_filter", "refusal", "safety"})
+
+
+def end_of_stream(where: str, stop_reason: str | None) -> StreamEnd:
+    """The :class:`StreamEnd` a finished stream gets, or the error it is.
+
+    No stop reason means the connection closed before the terminator (a dropped or cut
+    stream); a content-filter stop is no answer either. A token-limit stop is an answer cut
+    short, said in ``cut`` so the agent can have the model continue.
+    """
+    if stop_reason is None:
+        raise StreamBroken(f"{where}: the reply stream ended before the model finished (no "
+                           "stop reason: the connection closed early)")
+    if stop_reason in FILTER_STOPS:
+        raise ProviderError(f"{where}: the provider stopped the reply ({stop_reason}: its "
+                            "content filter); nothing was answered")
+    return StreamEnd(stop_reason, cut=stop_reason in LENGTH_STOPS)
 
 
 @contextmanager
-def vendor_errors(errors: type[Exception] | tuple[type[Exception], ...],
-                  provider: str) -> Iterator[None]:
-    """Translate a vendor SDK's errors into :class:`ProviderError`, in one place."""
+def vendor_errors(where: str, errors: type[Exception]) -> Iterator[None]:
+    """Translate a vendor SDK's errors (``errors``, its base class) into
+    :class:`ProviderError`, in one place."""
     try:
         yield
+    except ProviderError:
+        raise
     except errors as err:
-        raise ProviderError(f"{provider}: {err}") from err
+        raise ProviderError(f"{where}: {err}") from err
+
+
+@contextmanager
+def reading_stream(where: str) -> Iterator[None]:
+    """Around the reading of a reply stream: whatever breaks it there (a dropped connection,
+    an event that is not JSON, an error event) makes the reply :class:`StreamBroken`."""
+    try:
+        yield
+    except (ProviderError, GeneratorExit):
+        raise
+    except Exception as err:
+        raise StreamBroken(f"{where}: the reply stream broke off "
+                           f"({type(err).__name__}: {err})") from err
 
 
 class Provider(Protocol):

@@ -12,10 +12,11 @@ from ..tools.spec import api_name
 from .base import (
     ChatRequest,
     NativeCall,
-    StreamEnd,
     StreamEvent,
     TextDelta,
+    end_of_stream,
     native_calls,
+    reading_stream,
     tool_result_text,
     turns,
     vendor_errors,
@@ -65,39 +66,42 @@ class OpenAIProvider:
     """Streams from any server speaking the OpenAI chat-completions protocol."""
 
     def __init__(self, *, api_key: str | None, base_url: str | None = None,
-                 name: str = "openai", timeout: float = 600.0):
+                 name: str = "openai", timeout: float = 600.0, max_retries: int = 2):
         self.name = name
         self._client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url,
-                                     timeout=timeout, max_retries=2)
+                                     timeout=timeout, max_retries=max_retries)
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
         tools: Any = [openai_tool(schema) for schema in request.tools] or openai.omit
         messages: Any = to_openai_messages(request)
         pending: dict[int, dict[str, str]] = {}
         stop_reason = None
-        with vendor_errors(openai.APIError, self.name):
+        where = f"{self.name} ({self._client.base_url})"
+        with vendor_errors(where, openai.APIError):
             stream = self._client.chat.completions.create(
                 model=request.model, messages=messages, stream=True,
                 max_tokens=request.max_tokens, tools=tools)
             try:
-                for chunk in stream:
-                    if not chunk.choices:
-                        continue
-                    choice = chunk.choices[0]
-                    delta = choice.delta
-                    if delta.content:
-                        yield TextDelta(delta.content)
-                    for part in delta.tool_calls or ():
-                        slot = pending.setdefault(part.index, {"id": "", "name": "", "args": ""})
-                        if part.id:
-                            slot["id"] = part.id
-                        if part.function is not None:
-                            slot["name"] += part.function.name or ""
-                            slot["args"] += part.function.arguments or ""
-                    stop_reason = choice.finish_reason or stop_reason
+                with reading_stream(where):
+                    for chunk in stream:
+                        if not chunk.choices:
+                            continue
+                        choice = chunk.choices[0]
+                        delta = choice.delta
+                        if delta.content:
+                            yield TextDelta(delta.content)
+                        for part in delta.tool_calls or ():
+                            slot = pending.setdefault(
+                                part.index, {"id": "", "name": "", "args": ""})
+                            if part.id:
+                                slot["id"] = part.id
+                            if part.function is not None:
+                                slot["name"] += part.function.name or ""
+                                slot["args"] += part.function.arguments or ""
+                        stop_reason = choice.finish_reason or stop_reason
             finally:
                 stream.close()
         for index in sorted(pending):
             slot = pending[index]
             yield NativeCall(slot["id"] or f"call_{index}", slot["name"], slot["args"] or "{}")
-        yield StreamEnd(stop_reason)
+        yield end_of_stream(where, stop_reason)

@@ -3,18 +3,26 @@ providers (as httpx ships ``MockTransport``), so agent-loop tests need no socket
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 
-from .base import ChatRequest, NativeCall, ProviderError, StreamEnd, StreamEvent, TextDelta
+from .base import (
+    ChatRequest,
+    NativeCall,
+    ProviderError,
+    StreamEvent,
+    TextDelta,
+    end_of_stream,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class ScriptedReply:
     """One reply: its text (streamed in ``chunk_size`` pieces), then its native calls.
 
-    ``stop_reason`` is what the stream ends with; None ends the stream without a
-    :class:`StreamEnd`, as a connection that drops mid-reply does.
+    ``stop_reason`` is what the stream ends with, read as the HTTP providers read theirs: None
+    is a stream that broke off (:class:`StreamBroken`), ``length`` a reply cut at the token
+    limit, ``content_filter`` an error.
     """
 
     text: str = ""
@@ -47,7 +55,7 @@ class ScriptedProvider:
         if not self._script:
             raise ProviderError(f"{self.name}: no scripted reply left for request {index + 1}")
         reply = _reply(self._script.pop(0), request)
-        for event in _events(reply):
+        for event in _events(reply, self.name):
             self.delivered[index] += 1
             yield event
 
@@ -60,11 +68,9 @@ def _reply(item: Script, request: ChatRequest) -> ScriptedReply:
     return item(request)
 
 
-def _events(reply: ScriptedReply) -> list[StreamEvent]:
+def _events(reply: ScriptedReply, where: str) -> Iterator[StreamEvent]:
     size = max(1, reply.chunk_size)
-    events: list[StreamEvent] = [TextDelta(reply.text[i : i + size])
-                                 for i in range(0, len(reply.text), size)]
-    events += reply.calls
-    if reply.stop_reason is not None:
-        events.append(StreamEnd(reply.stop_reason))
-    return events
+    for i in range(0, len(reply.text), size):
+        yield TextDelta(reply.text[i : i + size])
+    yield from reply.calls
+    yield end_of_stream(where, reply.stop_reason)

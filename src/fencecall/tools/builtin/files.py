@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from ...errors import ToolError
 from ...message import Message, Status, system
 from ..arguments import Parameter
 from ..events import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
-from ..runtime.files import atomic_write, read_existing, unified_diff
+from ..runtime.files import atomic_write, newline_of, printable, read_existing, unified_diff
 from ..spec import Example, ToolInvocation, ToolSpec
 from ..workspace import OutsideWorkspace, display, resolve_in_roots
 
@@ -32,15 +33,37 @@ def allowed(invocation: ToolInvocation) -> bool:
     return True
 
 
-def with_newline(text: str) -> str:
-    return text if not text or text.endswith("\n") else text + "\n"
+# A comment or ellipsis line standing for code the model did not write out.
+_PLACEHOLDER = re.compile(
+    r"(?im)^[ \t]*(?:#|//|/\*|<!--|--|;|\*)[ \t]*(?:\.\.\.|…)?[ \t]*\(?[ \t]*(?:"
+    r"(?:the[ \t]+)?rest[ \t]+of[ \t]+(?:the[ \t]+)?(?:code|file|function|class|module|"
+    r"content|implementation|methods?)"
+    r"|(?:existing|previous|original|remaining|other|unchanged)[ \t]+(?:code|content|lines|"
+    r"functions|methods|implementation|imports)"
+    r"|(?:code|content|everything[ \t]+else|the[ \t]+rest)[ \t]+(?:remains?|stays?|is)"
+    r"[ \t]+(?:the[ \t]+same|unchanged|as[ \t]+(?:before|is))"
+    r")\b.{0,40}$"
+    r"|^[ \t]*(?:\.\.\.|…)[ \t]*\(?(?:rest|existing|remaining|unchanged|same)\b.{0,60}$")
+
+
+def placeholder_in(text: str) -> str | None:
+    """The first line that stands for code left out ("# ... rest of the code"), if any."""
+    match = _PLACEHOLDER.search(text)
+    return match.group().strip() if match else None
+
+
+def with_newline(text: str, newline: str = "\n") -> str:
+    return text if not text or text.endswith("\n") else text + newline
 
 
 def new_text(invocation: ToolInvocation, previous: str | None) -> str:
-    content = with_newline(invocation.kwargs["content"])
-    if invocation.spec.name == "append" and previous:
-        return with_newline(previous) + content
-    return content
+    """The file's text after the call. An append keeps every byte that was there, adds the
+    missing final line end if need be, and writes in the file's own line endings."""
+    content = invocation.kwargs["content"]
+    if invocation.spec.name != "append" or not previous:
+        return with_newline(content)
+    newline = newline_of(previous)
+    return with_newline(previous, newline) + with_newline(content.replace("\n", newline), newline)
 
 
 def preview(invocation: ToolInvocation) -> str | None:
@@ -52,7 +75,7 @@ def preview(invocation: ToolInvocation) -> str | None:
     name = display(path, invocation.context.roots)
     after = new_text(invocation, previous)
     if previous is None:
-        return f"new file {name}:\n{after}"
+        return f"new file {name}:\n{printable(after)}"
     return unified_diff(previous, after, name) or f"{name}: no changes"
 
 
@@ -76,6 +99,12 @@ def execute_write(invocation: ToolInvocation) -> Message:
         previous = read_existing(path)
     except (OutsideWorkspace, ValueError, OSError) as err:
         raise ToolError(f"{invocation.spec.name}: {err}") from err
+    stand_in = placeholder_in(invocation.kwargs["content"]) if previous else None
+    if stand_in is not None:
+        raise ToolError(f"{invocation.spec.name}: not written: the content holds the "
+                        f"placeholder line {stand_in!r}, which would replace real text of "
+                        f"{display(path, invocation.context.roots)}. Send the whole content, "
+                        "or use patch to change part of the file.")
     text = new_text(invocation, previous)
     lines = text.count("\n")
     if invocation.spec.name == "append":
@@ -87,9 +116,10 @@ def execute_write(invocation: ToolInvocation) -> Message:
                       lambda name: f"{verb} {name} ({lines} lines).")
 
 
-def _file_tool(name: str, desc: str, instructions: str,
+def _file_tool(name: str, desc: str, instructions: str, markdown: str,
                examples: tuple[Example, ...]) -> ToolSpec:
-    return ToolSpec(name=name, desc=desc, instructions=instructions, examples=examples,
+    return ToolSpec(name=name, desc=desc, instructions=instructions,
+                    instructions_format={"markdown": markdown}, examples=examples,
                     execute=execute_write, parameters=PATH_AND_CONTENT, content_param="content",
                     argline_param="path", confirm=allowed, preview=preview,
                     hints=frozenset({"files"}))
@@ -97,8 +127,11 @@ def _file_tool(name: str, desc: str, instructions: str,
 
 save = _file_tool(
     "save", "Write a file (replacing it), creating folders as needed.",
+    "content is the complete new content of the file: never leave parts out with a "
+    "placeholder such as '# ... rest of the code' (use patch to change part of a file).",
     "The langtag holds the path: ```save path/to/file. The block is the complete new content "
-    "of the file.",
+    "of the file: never leave parts out with a placeholder such as '# ... rest of the code' "
+    "(use patch to change part of a file).",
     (Example.user("write a hello world script"),
      Example.call(path="hello.py", content='print("Hello world")'),
      Example.result("Created hello.py (1 lines).")),
@@ -106,7 +139,8 @@ save = _file_tool(
 
 append = _file_tool(
     "append", "Append text to the end of a file, creating it if needed.",
-    "The langtag holds the path: ```append path/to/file.",
+    "content is added after the file's last line, in the file's own line endings.",
+    "The langtag holds the path: ```append path/to/file. The block is the text to add.",
     (Example.call(path="notes.txt", content="another line"),
      Example.result("Appended 1 line(s) to notes.txt.")),
 )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from ...errors import ToolError
 from ...message import Message
 from ..arguments import Parameter
-from ..runtime.files import read_existing, unified_diff
-from ..runtime.patching import PatchError, apply_patch, parse_patch
+from ..runtime.files import newline_of, printable, read_existing, unified_diff
+from ..runtime.patching import Hunk, PatchError, apply_patch, parse_patch
 from ..spec import Example, ToolInvocation, ToolSpec
 from ..workspace import OutsideWorkspace, display
 from .files import allowed, target, write_file
@@ -21,6 +21,10 @@ def _patched(invocation: ToolInvocation) -> tuple[str, str, int]:
                                 "use save to create it")
     name = display(path, invocation.context.roots)
     hunks = parse_patch(invocation.kwargs["patch"])
+    newline = newline_of(previous)
+    if newline != "\n":  # the model writes \n; the file keeps its own line endings
+        hunks = [Hunk(h.original.replace("\n", newline), h.updated.replace("\n", newline))
+                 for h in hunks]
     return previous, apply_patch(previous, hunks, name), len(hunks)
 
 
@@ -36,19 +40,22 @@ def execute_patch(invocation: ToolInvocation) -> Message:
     try:
         previous, patched, hunks = _patched(invocation)
     except (PatchError, OutsideWorkspace, OSError, ValueError) as err:
-        raise ToolError(f"patch failed, the file was not changed: {err}") from err
+        raise ToolError(f"patch failed, the file was not changed: {printable(str(err))}") from err
     return write_file(invocation, target(invocation), patched, previous,
                       lambda name: f"Patched {name} ({hunks} change(s)).")
 
+
+HUNKS = ("<<<<<<< ORIGINAL\n(lines exactly as in the file)\n=======\n(new lines)\n"
+         ">>>>>>> UPDATED\nEach ORIGINAL must match exactly one place. All parts apply or "
+         "none do.")
 
 tool = ToolSpec(
     name="patch",
     desc="Edit part of a file by replacing ORIGINAL lines with UPDATED lines.",
     instructions=(
-        "The langtag holds the path. Write one or more blocks of\n"
-        "<<<<<<< ORIGINAL\n(lines exactly as in the file)\n=======\n(new lines)\n"
-        ">>>>>>> UPDATED\nEach ORIGINAL must match exactly one place. All parts apply or "
-        "none do."),
+        "patch holds one or more blocks of\n" + HUNKS),
+    instructions_format={"markdown": "The langtag holds the path: ```patch path/to/file. "
+                                     "The block holds one or more blocks of\n" + HUNKS},
     execute=execute_patch,
     parameters=(Parameter("path", description="File to edit."),
                 Parameter("patch", description="ORIGINAL/UPDATED blocks.")),

@@ -1,60 +1,144 @@
-"""The read tool: show a file with line numbers."""
+"""The read tool: show text files with line numbers, in bounded pieces."""
 
 from __future__ import annotations
 
+import stat
+from pathlib import Path
+
 from ...errors import ToolError
 from ...message import Message, system
+from ...parsing import UnrepresentableCall
 from ..arguments import Parameter
-from ..runtime.files import is_binary
-from ..spec import Example, ToolInvocation, ToolSpec
+from ..runtime.files import NotARegularFile, check_regular, decode, is_binary, printable
+from ..runtime.output import cut_note
+from ..spec import Example, ToolInvocation, ToolSpec, render_call
 from ..workspace import OutsideWorkspace, display, resolve_in_roots
 
 MAX_BYTES = 10_000_000
 MAX_LINES = 2_000
+MAX_LINE_CHARS = 2_000
+"""Longer lines are cut in the middle: one minified 9 MB line must not reach a model whole."""
+MAX_CHARS = 60_000
+"""What one call returns at most; the rest is offered with a call that reads on."""
+
+
+def _validated_range(start: int | None, end: int | None) -> tuple[int, int | None]:
+    if start is not None and start < 1:
+        raise ToolError(f"read: start must be 1 or more (lines are numbered from 1), got {start}")
+    if end is not None and end < 1:
+        raise ToolError(f"read: end must be 1 or more, got {end}")
+    first = start or 1
+    if end is not None and end < first:
+        raise ToolError(f"read: end ({end}) is before start ({first})")
+    return first, end
+
+
+def _cut(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    half = MAX_LINE_CHARS // 2
+    return f"{line[:half]} {cut_note(len(line) - 2 * half)} {line[-half:]}"
+
+
+def _read_on(invocation: ToolInvocation, path: str, start: int, end: int | None) -> str:
+    """A call that reads on from ``start``, in the syntax the model used."""
+    kwargs = {"path": path, "start": start, **({"end": end} if end is not None else {})}
+    words = " ".join([path, str(start), *([str(end)] if end is not None else [])])
+    try:
+        return render_call(invocation.spec, kwargs, invocation.call.format)
+    except (UnrepresentableCall, ValueError):  # markdown: the range goes on the langtag
+        return render_call(invocation.spec, {"path": words}, invocation.call.format)
+
+
+def read_one(invocation: ToolInvocation, given: str, start: int | None,
+             end: int | None) -> str:
+    roots = invocation.context.roots
+    first, last_asked = _validated_range(start, end)
+    try:
+        path = resolve_in_roots(given, roots)
+        info = check_regular(path)
+    except (OutsideWorkspace, ValueError, NotARegularFile) as err:
+        raise ToolError(f"read: {err}") from err
+    name = display(path, roots)
+    if info is None:
+        raise ToolError(f"read: {name} does not exist.")
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"read: {name} is a directory; use shell `ls` to list it.")
+    if info.st_size > MAX_BYTES:
+        raise ToolError(f"read: {name} is {info.st_size} bytes, over the {MAX_BYTES}-byte "
+                        "limit; use shell tools (head, grep) to look at parts of it.")
+    data = path.read_bytes()
+    if is_binary(data):
+        return f"read: {name} is a binary file ({info.st_size} bytes); not shown."
+    lines = printable(decode(data)).splitlines()
+    if not lines:
+        return f"{name} (empty)"
+    if first > len(lines):
+        raise ToolError(f"read: {name} has {len(lines)} lines; line {first} does not exist.")
+    last = min(len(lines), last_asked or len(lines), first + MAX_LINES - 1)
+    width = len(str(last))
+    shown: list[str] = []
+    size = 0
+    for number in range(first, last + 1):
+        row = f"{number:>{width}}  {_cut(lines[number - 1])}"
+        if shown and size + len(row) > MAX_CHARS:
+            last = number - 1
+            break
+        shown.append(row)
+        size += len(row) + 1
+    body = "\n".join(shown)
+    wanted_last = min(len(lines), last_asked or len(lines))
+    more = ""
+    if last < wanted_last:
+        call = _read_on(invocation, given, last + 1, last_asked)
+        more = f"\n[{wanted_last - last} more lines; read on with:]\n{call}"
+    return f"{name} (lines {first}-{last} of {len(lines)}):\n{body}{more}"
+
+
+def _paths_and_range(invocation: ToolInvocation) -> tuple[list[str], int | None, int | None]:
+    """The paths the call names, and its range. ``read a.py b.py`` reads both; trailing
+    numbers on the langtag (``read a.py 10 40``) are the range, unless a file is so named."""
+    given: str = invocation.kwargs["path"]
+    start, end = invocation.kwargs.get("start"), invocation.kwargs.get("end")
+    root = invocation.context.workspace
+    if (root / given).exists() or Path(given).expanduser().exists():
+        return [given], start, end
+    words = given.split()
+    numbers: list[int] = []
+    while len(words) > 1 and words[-1].isdigit() and len(numbers) < 2:
+        numbers.insert(0, int(words.pop()))
+    if numbers and start is None and end is None:
+        start, end = numbers[0], (numbers[1] if len(numbers) == 2 else None)
+    elif numbers:
+        words += [str(n) for n in numbers]
+    return words or [given], start, end
 
 
 def execute_read(invocation: ToolInvocation) -> Message:
-    roots = invocation.context.roots
-    try:
-        path = resolve_in_roots(invocation.kwargs["path"], roots)
-    except (OutsideWorkspace, ValueError) as err:
-        raise ToolError(f"read: {err}") from err
-    name = display(path, roots)
-    if not path.exists():
-        raise ToolError(f"read: {name} does not exist.")
-    if path.is_dir():
-        raise ToolError(f"read: {name} is a directory; use shell `ls` to list it.")
-    size = path.stat().st_size
-    if size > MAX_BYTES:
-        raise ToolError(f"read: {name} is {size} bytes, over the {MAX_BYTES}-byte limit; use "
-                        "shell tools (head, grep) to look at parts of it.")
-    data = path.read_bytes()
-    if is_binary(data):
-        return system(f"read: {name} is a binary file ({size} bytes); not shown.")
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    first = max(1, invocation.kwargs.get("start") or 1)
-    last = min(len(lines), invocation.kwargs.get("end") or len(lines))
-    if lines and first > len(lines):
-        raise ToolError(f"read: {name} has {len(lines)} lines; line {first} does not exist.")
-    shown_last = min(last, first + MAX_LINES - 1)
-    width = len(str(shown_last))
-    body = "\n".join(f"{n:>{width}}  {lines[n - 1]}" for n in range(first, shown_last + 1))
-    header = f"{name} (lines {first}-{shown_last} of {len(lines)})" if lines else \
-        f"{name} (empty)"
-    note = (f"\n[{last - shown_last} more lines; read again with start={shown_last + 1}]"
-            if shown_last < last else "")
-    return system(f"{header}:\n{body}{note}")
+    paths, start, end = _paths_and_range(invocation)
+    if len(paths) == 1:
+        return system(read_one(invocation, paths[0], start, end))
+    parts = []
+    for path in paths:
+        try:
+            parts.append(read_one(invocation, path, start, end))
+        except ToolError as err:
+            parts.append(str(err))
+    return system("\n\n".join(parts))
 
 
 tool = ToolSpec(
     name="read",
-    desc="Show a text file with line numbers, optionally only lines START to END.",
+    desc="Show text files with line numbers, optionally only lines START to END.",
+    instructions="Several paths (separated by spaces) read each file. Long files come in "
+                 "pieces; the result says how to read on.",
     execute=execute_read,
     parameters=(
-        Parameter("path", description="File to read."),
+        Parameter("path", description="File to read (or several, separated by spaces)."),
         Parameter("start", "integer", "First line to show (1-based).", required=False),
         Parameter("end", "integer", "Last line to show.", required=False),
     ),
+    argline_param="path",
     hints=frozenset({"files", "read-only"}),
     examples=(Example.call(path="hello.py"),
               Example.result('hello.py (lines 1-1 of 1):\n1  print("Hello world")')),
