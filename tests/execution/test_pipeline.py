@@ -252,6 +252,10 @@ def test_render_call_converts_between_formats(toolchain: Toolchain) -> None:
 
 def test_informational_tools_are_not_run(toolchain: Toolchain, tmp_path: Path) -> None:
     assert run(Session(toolchain, workspace=tmp_path), f"{F}notes\nx\n{F}\n") == []
+    [answer] = list(Session(toolchain, workspace=tmp_path, fmt="tool").execute(
+        '@notes(c1): {}'))
+    assert (answer.call_id, answer.status) == ("c1", Status.ERROR)
+    assert answer.content == "notes only describes something to you; it cannot be called."
 
 
 def test_execute_accepts_a_message(toolchain: Toolchain, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ sandbox, so it cannot write, start a network connection, or read a secret.
 from __future__ import annotations
 
 import http.server
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,3 +197,23 @@ def test_without_bwrap_nothing_runs_unasked(workspace: Path,
         assert session.sandbox.policy is SandboxPolicy.OFF
         [result] = list(session.execute(shell("ls")))
     assert result.status is Status.DECLINED
+
+
+@needs_bwrap
+def test_programs_under_a_masked_tmp_stay_runnable(workspace: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A virtual environment or checkout under /tmp (a CI job's) is bound back read-only."""
+    bin_dir = tmp_path / "venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    tool = bin_dir / "hello-from-venv"
+    tool.write_text("#!/bin/sh\necho hello from the venv\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    sandbox_module._runtime_paths.cache_clear()
+    try:
+        with session_for(workspace, confirm=auto_yes) as session:
+            [result] = list(session.execute(shell(f"hello-from-venv; touch {bin_dir}/x")))
+    finally:
+        sandbox_module._runtime_paths.cache_clear()
+    assert "hello from the venv" in result.content
+    assert not (bin_dir / "x").exists()

@@ -63,17 +63,16 @@ class ToolUse:
 
 
 def resolve(call: ToolCall, toolchain: Toolchain) -> ToolUse | None:
-    """The use a call makes, or None when nothing should run: a code block whose langtag
-    names no tool is plain code, and informational tools are never run."""
+    """The use a call makes, or None when there is nothing to run or answer: a code block
+    whose langtag names no tool is plain code, and one naming an informational tool is an
+    example of it. A named call (XML, JSON, a native call) is always answered, even when its
+    tool does not exist or cannot run."""
     if call.is_codeblock:
         spec = toolchain.for_langtag(call.name)
-        if spec is None:
+        if spec is None or not spec.is_runnable:
             return None
-    else:
-        spec = toolchain.get(call.name)
-    if spec is not None and not spec.is_runnable:
-        return None
-    return ToolUse(call, spec)
+        return ToolUse(call, spec)
+    return ToolUse(call, toolchain.get(call.name))
 
 
 def execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
@@ -157,6 +156,10 @@ def _results(session: Runner, use: ToolUse) -> Iterator[Message]:
     if spec is None:
         known = ", ".join(session.toolchain.names()) or "none"
         yield system(f"Unknown tool {use.call.name!r}. Available tools: {known}.", Status.ERROR)
+        return
+    if not spec.is_runnable:
+        yield system(f"{spec.name} only describes something to you; it cannot be called.",
+                     Status.ERROR)
         return
     try:
         kwargs = spec.bind(use.call.argline, use.call.content, use.call.kwargs)

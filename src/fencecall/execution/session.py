@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -32,6 +31,7 @@ from ..secrecy import Redactor, tool_environment
 from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, Toolchain
 from ..tools.events import SESSION_END, SESSION_START, SessionEvent
 from ..tools.runtime.sandbox import Sandbox, SandboxPolicy, choose_sandbox
+from ..tools.runtime.scratch import make_scratch, remove_stale_once
 from .confirm import auto_no
 from .pipeline import execute_calls
 
@@ -56,6 +56,7 @@ class Session:
                  sandbox: Sandbox | SandboxPolicy | str = SandboxPolicy.WORKSPACE_WRITE,
                  network: bool = False, pass_env: Iterable[str] = (),
                  secrets: Mapping[str, str] | None = None):
+        remove_stale_once()
         self.toolchain = toolchain
         self._workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self._roots = (self._workspace, *(Path(r).resolve() for r in extra_roots))
@@ -71,7 +72,7 @@ class Session:
         self._tmp: Path | None = None
         if self._sandbox.enforced and self._sandbox.tmp is None:
             # One /tmp per conversation, shared by its shell and python, as it is unsandboxed.
-            self._tmp = Path(tempfile.mkdtemp(prefix="fencecall-tmp-"))
+            self._tmp = make_scratch("tmp")
             self._sandbox = replace(self._sandbox, tmp=self._tmp)
         self._pass_env = tuple(pass_env)
         self._secrets = dict(secrets or {})

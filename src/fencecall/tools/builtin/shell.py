@@ -7,7 +7,7 @@ from ...message import Message, system
 from ..arguments import Parameter
 from ..runtime.output import DEFAULT_LIMIT, fenced
 from ..runtime.shell_policy import is_read_only
-from ..runtime.shell_session import ShellResult, ShellSession
+from ..runtime.shell_session import DISK_LIMIT, ShellResult, ShellSession
 from ..spec import Example, ToolInvocation, ToolSpec
 
 DEFAULT_TIMEOUT = 60
@@ -37,7 +37,11 @@ def format_result(command: str, result: ShellResult, timeout: float) -> str:
         parts.append(fenced("stderr", result.stderr))
     if not result.stdout and not result.stderr:
         parts.append("No output.")
-    if result.timed_out:
+    if result.overflowed:
+        parts.append(f"The command wrote more than {DISK_LIMIT // 2**20} MB of output and was "
+                     "stopped, with its child processes; write big output to a file in the "
+                     "workspace and look at parts of it.")
+    elif result.timed_out:
         parts.append(f"Timed out after {timeout:g} s; the command and its child processes "
                      "were killed.")
     else:

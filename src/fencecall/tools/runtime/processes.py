@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+_PR_SET_PDEATHSIG = 1
+_prctl = (ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux")
+          else None)
 
 _pool: ThreadPoolExecutor | None = None
 """One thread that starts sandboxed processes; made on first use, idle pool threads never
@@ -36,14 +42,11 @@ def _forget_pool() -> None:
 os.register_at_fork(after_in_child=_forget_pool)
 
 
-def start_process(argv: Sequence[str], *, steady: bool,
-                  **options: Any) -> subprocess.Popen[bytes]:
-    """``subprocess.Popen(argv, **options)``; with ``steady``, forked from a thread that lives
-    as long as fencecall. bwrap's ``--die-with-parent`` is PR_SET_PDEATHSIG, which fires when
-    the *thread* that forked bwrap ends: a sandbox started from a short-lived worker thread
-    would die with that thread."""
-    if not steady:
-        return _popen(argv, options)
+def start_process(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(argv, **options)``, forked from a thread that lives as long as
+    fencecall, and killed when fencecall dies. Both bwrap's ``--die-with-parent`` and our own
+    parent-death signal are PR_SET_PDEATHSIG, which fires when the *thread* that forked the
+    process ends: one started from a short-lived worker thread would die with that thread."""
     future = _steady_pool().submit(_popen, argv, options)
     try:
         proc: subprocess.Popen[bytes] = future.result()
@@ -54,7 +57,16 @@ def start_process(argv: Sequence[str], *, steady: bool,
 
 
 def _popen(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(argv, **options)
+    return subprocess.Popen(argv, preexec_fn=_die_with_parent, **options)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL it when the thread that started it (the steady one,
+    which lives as long as fencecall) ends, ``kill -9`` of fencecall included. Unsandboxed,
+    this reaches bash or python itself; what they started survives unless the sandbox's pid
+    namespace takes it along."""
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _kill_started(future: Future[subprocess.Popen[bytes]]) -> None:

@@ -66,7 +66,7 @@ class PythonSession:
             cwd=self._cwd)
         try:
             self._proc = start_process(
-                argv, steady=self._sandbox.enforced, stdin=subprocess.DEVNULL,
+                argv, stdin=subprocess.DEVNULL,
                 stdout=self._out, stderr=self._err, cwd=self._cwd,
                 pass_fds=(request_read, reply_write), start_new_session=True, env=self._env)
         finally:

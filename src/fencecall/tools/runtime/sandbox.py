@@ -18,6 +18,7 @@ import functools
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -62,6 +63,10 @@ _ISOLATION = (
 _OLD_BWRAP_ISOLATION = tuple(f for f in _ISOLATION if f not in ("--unshare-user",
                                                                 "--disable-userns"))
 """For bwrap before 0.8, which lacks --disable-userns; dropped capabilities still hold."""
+
+
+_MASKED = ("/tmp", "/run")
+"""Folders the sandbox replaces with its own (empty, or the conversation's /tmp)."""
 
 
 def _system_mounts(network: bool, tmp: Path | None) -> list[tuple[str, ...]]:
@@ -122,6 +127,23 @@ def sandbox_support() -> SandboxSupport:
     return _probe()[0]
 
 
+@functools.cache
+def _runtime_paths() -> tuple[Path, ...]:
+    """What the tools need that may live under a folder the sandbox replaces (a virtual
+    environment or a checkout under /tmp, as in a CI job): Python's prefixes, fencecall's own
+    code (the python tool's driver) and the folders on PATH. Bound back read-only."""
+    masked = [Path(folder) for folder in _MASKED]
+    candidates = {sys.prefix, sys.exec_prefix, sys.base_prefix,
+                  str(Path(__file__).resolve().parents[2]),
+                  *os.environ.get("PATH", "").split(os.pathsep)}
+    found = []
+    for candidate in sorted(c for c in candidates if c):
+        path = Path(candidate).resolve()
+        if path.is_dir() and any(_covers(folder, path) and path != folder for folder in masked):
+            found.append(path)
+    return tuple(found)
+
+
 def _covers(outer: Path, inner: Path) -> bool:
     return inner == outer or outer in inner.parents
 
@@ -173,6 +195,9 @@ class Sandbox:
         binds += [("--bind", path.resolve()) for path in scratch]
         if cwd is not None and not any(_covers(path, cwd.resolve()) for _, path in binds):
             binds.append(("--ro-bind-try", cwd.resolve()))
+        for path in _runtime_paths():
+            if not any(_covers(bound, path) for _, bound in binds):
+                binds.append(("--ro-bind-try", path))
         return [(flag, str(path), str(path)) for flag, path in binds]
 
 

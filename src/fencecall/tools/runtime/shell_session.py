@@ -27,7 +27,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -35,8 +34,13 @@ from pathlib import Path
 from .output import cut_note
 from .processes import descendants, kill_group, live_processes, sandboxed_pid, start_process
 from .sandbox import Sandbox, SandboxPolicy
+from .scratch import make_scratch
 
 _KILL_GRACE = 0.5
+DISK_LIMIT = 64 * 1024 * 1024
+"""Output a command may leave in its scratch files before it is stopped (a `yes` must not
+fill the disk in the minute before its timeout)."""
+_WATCH_EVERY = 0.25
 _STATE_TIMEOUT = 5.0
 _BASH = shutil.which("bash") or "/bin/bash"
 _ONE_SHOT = ('source "$1" >/dev/null 2>&1; export TMPDIR="$5"; '
@@ -53,6 +57,8 @@ class ShellResult:
     timed_out: bool = False
     restarted: str | None = None
     """Why the shell had to be restarted (cwd and variables were reset), if it was."""
+    overflowed: bool = False
+    """The command wrote more than the disk limit of output and was stopped."""
 
 
 def _session_members(sid: int) -> list[int]:
@@ -103,16 +109,19 @@ class ShellSession:
     """One bash process; :meth:`run` executes a command in it."""
 
     def __init__(self, cwd: Path, *, env: dict[str, str] | None = None,
-                 output_limit: int = 1_000_000, sandbox: Sandbox | None = None):
+                 output_limit: int = 1_000_000, disk_limit: int = DISK_LIMIT,
+                 sandbox: Sandbox | None = None):
         self._cwd = cwd
         self._env = env
         self._output_limit = output_limit
+        self._disk_limit = disk_limit
+        self._overflowed = False
         self._sandbox = sandbox or Sandbox(SandboxPolicy.OFF)
-        self._dir = Path(tempfile.mkdtemp(prefix="fencecall-shell-"))
+        self._dir = make_scratch("shell")
         self._own_tmp: Path | None = None
         if self._sandbox.policy is SandboxPolicy.WORKSPACE_WRITE and self._sandbox.tmp is None:
             # a folder rather than a tmpfs, so that read-only runs see the files in /tmp too
-            self._own_tmp = Path(tempfile.mkdtemp(prefix="fencecall-tmp-"))
+            self._own_tmp = make_scratch("tmp")
             self._sandbox = replace(self._sandbox, tmp=self._own_tmp)
         self._proc: subprocess.Popen[bytes] | None = None
         self._buffer = b""
@@ -130,7 +139,7 @@ class ShellSession:
         argv = self._sandbox.command(["bash", "--noprofile", "--norc"], scratch=[self._dir],
                                      cwd=self._cwd)
         self._proc = start_process(
-            argv, steady=self._sandbox.enforced, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, cwd=self._cwd, env=self._environment(),
             start_new_session=True)
         self._buffer = b""
@@ -159,8 +168,9 @@ class ShellSession:
         _create(script, command + "\n")
         try:
             status, timed_out, restarted = self._source(script, out, err, timeout)
+            overflowed, self._overflowed = self._overflowed, False
             return ShellResult(self._read(out), self._read(err), None if timed_out else status,
-                               timed_out, restarted)
+                               timed_out and not overflowed, restarted, overflowed)
         finally:
             _discard(script, out, err)
 
@@ -183,7 +193,7 @@ class ShellSession:
             self._start()
             return self._source(script, out, err, timeout)
         try:
-            status, timed_out = self._wait_marker(marker, timeout)
+            status, timed_out = self._wait_marker(marker, timeout, watch=(out, err))
         except KeyboardInterrupt:  # Ctrl-C: stop the command too, keep the shell
             self._kill_children()
             self._wait_marker(marker, _KILL_GRACE * 2)
@@ -220,7 +230,7 @@ class ShellSession:
                  *map(str, (state or "/dev/null", script, out, err, tmp))],
                 scratch=[self._dir], cwd=self._cwd)
             proc = start_process(
-                argv, steady=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE, cwd=self._cwd, start_new_session=True,
                 env={} if state else self._environment())
             try:
@@ -255,8 +265,11 @@ class ShellSession:
         status, _ = self._wait_marker(marker, _STATE_TIMEOUT)
         return path if status is not None else None
 
-    def _wait_marker(self, marker: str, timeout: float) -> tuple[int | None, bool]:
-        """(exit status, timed out?) once bash prints the marker; status None if it died."""
+    def _wait_marker(self, marker: str, timeout: float,
+                     watch: tuple[Path, ...] = ()) -> tuple[int | None, bool]:
+        """(exit status, timed out?) once bash prints the marker; status None if it died.
+        Output files in ``watch`` that grow past the disk limit end the wait like a timeout
+        (and set ``_overflowed``): the disk is capped, not only what is read back."""
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         token = f"\n{marker} ".encode()
@@ -273,12 +286,23 @@ class ShellSession:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None, True
-            ready, _, _ = select.select([fd], [], [], remaining)
+            if watch and self._written(watch) > self._disk_limit:
+                self._overflowed = True
+                return None, True
+            ready, _, _ = select.select([fd], [], [], min(remaining, _WATCH_EVERY))
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     return None, False
                 self._buffer += chunk
+
+    @staticmethod
+    def _written(paths: tuple[Path, ...]) -> int:
+        total = 0
+        for path in paths:
+            with contextlib.suppress(OSError):
+                total += os.lstat(path).st_blocks * 512
+        return total
 
     def _kill_children(self) -> None:
         """TERM every process of the shell but bash, then KILL what is left."""
