@@ -34,6 +34,8 @@ class Reply:
     garbage: bool = False
     status: int = 200
     retry_after: str | None = None
+    usage: tuple[int, int] = (12, 7)
+    """(input, output) tokens the reply reports."""
 
 
 @dataclass
@@ -73,7 +75,9 @@ class FakeModelServer:
                     self._error(reply)
                     return
                 if self.path.endswith("/chat/completions"):
-                    events = list(_openai_events(reply, body.get("model", "m")))
+                    events = list(_openai_events(reply, body.get("model", "m"),
+                                                 bool((body.get("stream_options") or {})
+                                                      .get("include_usage"))))
                 elif self.path.endswith("/messages"):
                     events = list(_anthropic_events(reply, body.get("model", "m")))
                 else:
@@ -143,7 +147,7 @@ def _sse(data: dict[str, Any], event: str | None = None) -> str:
     return f"{head}data: {json.dumps(data)}\n\n"
 
 
-def _openai_events(reply: Reply, model: str) -> Iterator[str]:
+def _openai_events(reply: Reply, model: str, usage: bool) -> Iterator[str]:
     base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
@@ -159,6 +163,10 @@ def _openai_events(reply: Reply, model: str) -> Iterator[str]:
         for piece in _pieces(json.dumps(call["arguments"]), reply.chunk_size):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
     yield chunk({}, reply.finish or ("tool_calls" if reply.tool_calls else "stop"))
+    if usage:
+        yield _sse({**base, "choices": [], "usage": {
+            "prompt_tokens": reply.usage[0], "completion_tokens": reply.usage[1],
+            "total_tokens": sum(reply.usage)}})
     yield "data: [DONE]\n\n"
 
 
@@ -166,7 +174,7 @@ def _anthropic_events(reply: Reply, model: str) -> Iterator[str]:
     yield _sse({"type": "message_start", "message": {
         "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 1, "output_tokens": 0}}}, "message_start")
+        "usage": {"input_tokens": reply.usage[0], "output_tokens": 0}}}, "message_start")
     index = 0
     if reply.text:
         yield _sse({"type": "content_block_start", "index": 0,
@@ -188,5 +196,5 @@ def _anthropic_events(reply: Reply, model: str) -> Iterator[str]:
     yield _sse({"type": "message_delta", "delta": {
         "stop_reason": reply.finish or ("tool_use" if reply.tool_calls else "end_turn"),
         "stop_sequence": None},
-        "usage": {"output_tokens": 5}}, "message_delta")
+        "usage": {"output_tokens": reply.usage[1]}}, "message_delta")
     yield _sse({"type": "message_stop"}, "message_stop")

@@ -32,7 +32,7 @@ def cli_env(home: Path, base_url: str, **extra: str) -> dict[str, str]:
 def fencecall(tmp_path: Path, workspace: Path) -> CLI:
     def run(*args: str, base_url: str, env: dict[str, str] | None = None,
             stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        where = [] if args[:1] == ("list",) else ["--workspace", str(workspace)]
+        where = [] if args[:1] in (("list",), ("stats",)) else ["--workspace", str(workspace)]
         return subprocess.run(
             [sys.executable, "-m", "fencecall.cli.main", *args, *where],
             env=env or cli_env(tmp_path, base_url), input=stdin, capture_output=True,

@@ -36,7 +36,11 @@ def test_markdown_calls_run_and_results_feed_back(fencecall: CLI, workspace: Pat
     assert [r["role"] for r in records] == ["user", "assistant", "system", "assistant",
                                             "system", "assistant"]
     assert records[2]["content"] == "Created greet.py (2 lines)."
-    assert records[2]["metadata"] == {"tool": "save"}
+    assert {k: v for k, v in records[2]["metadata"].items() if k != "duration_s"} == {
+        "tool": "save", "outcome": "ok"}
+    assert 0 <= records[2]["metadata"]["duration_s"] < 10
+    assert (records[1]["metadata"]["model"], records[1]["metadata"]["provider"]) == (
+        "test-model", "local")
 
 
 def test_stop_at_first_call(fencecall: CLI, workspace: Path, tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ def test_a_reply_cut_at_the_token_limit_is_continued(fencecall: CLI, tmp_path: P
     assert result.returncode == 0, result.stderr
     assert server.requests[0].body["max_tokens"] == 7
     log = log_of(tmp_path, "c")
-    assert log[1]["metadata"] == {"cut": "length"}
+    assert log[1]["metadata"]["cut"] == "length"
     assert "cut off at the output token limit (7 tokens)" in log[2]["content"]
     assert log[3]["content"] == " story. The end."
 

@@ -22,7 +22,15 @@ from enum import Enum
 from ..execution import Session, resolve
 from ..message import Message, Status, system
 from ..parsing import Diagnostic, StreamParser, ToolCall, parse_calls
-from ..providers import ChatRequest, NativeCall, Provider, StreamBroken, StreamEnd, TextDelta
+from ..providers import (
+    ChatRequest,
+    NativeCall,
+    Provider,
+    StreamBroken,
+    StreamEnd,
+    TextDelta,
+    Usage,
+)
 from .conversation import Conversation
 from .prompt import system_prompt
 
@@ -201,6 +209,7 @@ class Agent:
         calls: list[ToolCall] = []
         native: list[NativeCall] = []
         end: StreamEnd | None = None
+        usage: Usage | None = None
         stream = self.provider.stream(self._request())
         stopped_early = interrupted = False
         try:
@@ -214,6 +223,8 @@ class Agent:
                         break
                 elif isinstance(event, NativeCall):
                     native.append(event)
+                elif isinstance(event, Usage):
+                    usage = event
                 else:
                     end = event
         except KeyboardInterrupt:
@@ -227,7 +238,11 @@ class Agent:
         if calls and stopped_early:
             reply = _up_to(reply, calls[0])
         native_calls = [self._native_call(call) for call in native]
-        metadata: dict[str, object] = {}
+        metadata: dict[str, object] = {"model": self.model, "provider": self.provider.name}
+        if self.provider.url:
+            metadata["provider_url"] = self.provider.url
+        if usage is not None:
+            metadata["usage"] = usage.as_dict()
         if native_calls:
             metadata["tool_calls"] = [{"id": c.call_id, "name": c.name,
                                        "arguments": dict(c.kwargs)} for c in native_calls]

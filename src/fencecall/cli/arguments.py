@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import __version__
 from ..parsing import FORMATS, MARKDOWN
 
-COMMANDS = ("parse", "run", "chat", "list")
+COMMANDS = ("parse", "run", "chat", "list", "stats")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
 
 
@@ -98,6 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="tries again after a failed request or a broken reply stream")
     _add_tool_options(chat, None)
     chat.set_defaults(handler="fencecall.cli.chat_cmd:run")
+
+    stats = commands.add_parser(
+        "stats", help="tool failures, durations, tokens and cost of conversations",
+        description="Per tool: calls, failures, denials and p50/p95 duration; per model: "
+                    "replies, tokens and cost. Of the named conversations, or all of them.")
+    stats.add_argument("conversations", nargs="*", metavar="CONVERSATION")
+    stats.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    stats.set_defaults(handler="fencecall.cli.stats_cmd:run")
 
     listing = commands.add_parser("list", help="list saved conversations")
     listing.set_defaults(handler="fencecall.cli.chat_cmd:list_conversations")

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..agent import Agent
+from ..agent.stats import collect
 from .display import Display
 from .visible import visible_text
 
@@ -52,6 +53,13 @@ def _log(agent: Agent, display: Display, arg: str) -> None:
         display.show_message(message)
 
 
+def _usage(agent: Agent, display: Display, arg: str) -> None:
+    from .stats_cmd import show
+
+    show(collect([agent.conversation.messages]), display.console,
+         f"conversation {agent.conversation.name}")
+
+
 def _exit(agent: Agent, display: Display, arg: str) -> None:
     raise ExitChat
 
@@ -61,6 +69,7 @@ COMMANDS: dict[str, Slash] = {
     "tools": Slash("list the loaded tools", _tools),
     "undo": Slash("remove the last N messages (default 1)", _undo),
     "log": Slash("show the conversation so far", _log),
+    "usage": Slash("tools' failures and durations, tokens and cost so far", _usage),
     "exit": Slash("leave the chat (also /quit, Ctrl-D)", _exit),
     "quit": Slash("leave the chat", _exit),
 }

@@ -141,14 +141,43 @@ def _answer_each(uses: list[ToolUse], text: str, status: Status) -> list[Message
         return []
     with_ids = [use for use in uses if use.call.call_id is not None]
     if not with_ids:
-        return [system(text, status)]
-    return [system(text, status).tagged(use.call.call_id, use.tool) for use in with_ids]
+        note = system(text, status)
+        return [_with_record(note, 0.0, worst=note)]
+    answers = [system(text, status).tagged(use.call.call_id, use.tool) for use in with_ids]
+    return [_with_record(answer, 0.0, worst=answer) for answer in answers]
 
 
 def _execute(session: Runner, use: ToolUse) -> Iterator[Message]:
-    """Run one call; its results are tagged with its call id and tool."""
+    """Run one call; its results are tagged with its call id and tool, and its last result
+    carries the call's record: how long it took, how it ended and, if it failed, why
+    (each message is held back until the next, so the last can be known)."""
+    started = time.monotonic()
+    held: Message | None = None
+    failure: Message | None = None
     for message in _results(session, use):
-        yield message.tagged(use.call.call_id, use.tool)
+        if held is not None:
+            yield held
+        held = message.tagged(use.call.call_id, use.tool)
+        if failure is None and held.failed:
+            failure = held
+    if held is not None:
+        yield _with_record(held, time.monotonic() - started, worst=failure or held)
+
+
+def _with_record(last: Message, duration: float, *, worst: Message) -> Message:
+    """``last`` with the call record in its metadata (see :func:`call_record`)."""
+    return replace(last, metadata={**last.metadata, **call_record(worst, duration)})
+
+
+def call_record(result: Message, duration: float) -> dict[str, object]:
+    """What the log keeps of a call: ``duration_s``, ``outcome`` (``ok`` or the status) and,
+    for failures, a low-cardinality ``error_type`` (an exception's name, else the status)."""
+    status = result.status
+    record: dict[str, object] = {"duration_s": round(duration, 4),
+                                 "outcome": status.value if status else "ok"}
+    if status is not None:
+        record["error_type"] = str(result.metadata.get("exception") or status.value)
+    return record
 
 
 def _results(session: Runner, use: ToolUse) -> Iterator[Message]:

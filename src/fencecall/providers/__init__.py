@@ -22,6 +22,7 @@ from .base import (
     StreamEnd,
     StreamEvent,
     TextDelta,
+    Usage,
 )
 from .scripted import ScriptedProvider, ScriptedReply
 
@@ -77,6 +78,7 @@ __all__ = [
     "StreamEnd",
     "StreamEvent",
     "TextDelta",
+    "Usage",
     "get_provider",
     "provider_class",
 ]

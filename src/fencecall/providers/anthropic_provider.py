@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import anthropic
@@ -13,6 +14,7 @@ from .base import (
     NativeCall,
     StreamEvent,
     TextDelta,
+    Usage,
     end_of_stream,
     native_calls,
     reading_stream,
@@ -57,6 +59,13 @@ def to_anthropic_messages(request: ChatRequest) -> list[dict[str, Any]]:
     return out
 
 
+def _usage(usage: Any) -> Usage:
+    """Messages-API usage: cache reads and writes are counted apart from ``input_tokens``."""
+    return Usage(input_tokens=usage.input_tokens or 0,
+                 cache_read_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
+                 cache_write_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0)
+
+
 class AnthropicProvider:
     """Streams from the Anthropic messages API (or a server speaking it)."""
 
@@ -65,11 +74,13 @@ class AnthropicProvider:
         self.name = name
         self._client = anthropic.Anthropic(api_key=api_key or "not-needed", base_url=base_url,
                                            timeout=timeout, max_retries=max_retries)
+        self.url: str | None = str(self._client.base_url)
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
         tools: Any = [anthropic_tool(schema) for schema in request.tools] or anthropic.omit
         messages: Any = to_anthropic_messages(request)
         blocks: dict[int, dict[str, str]] = {}
+        usage = Usage()
         stop_reason = None
         where = f"{self.name} ({self._client.base_url})"
         with vendor_errors(where, anthropic.APIError):
@@ -79,7 +90,9 @@ class AnthropicProvider:
             try:
                 with reading_stream(where):
                     for event in stream:
-                        if event.type == "content_block_start":
+                        if event.type == "message_start":
+                            usage = _usage(event.message.usage)
+                        elif event.type == "content_block_start":
                             block = event.content_block
                             if block.type == "tool_use":
                                 blocks[event.index] = {"id": block.id, "name": block.name,
@@ -95,6 +108,8 @@ class AnthropicProvider:
                             yield NativeCall(call["id"], call["name"], call["json"] or "{}")
                         elif event.type == "message_delta":
                             stop_reason = event.delta.stop_reason or stop_reason
+                            usage = replace(usage, output_tokens=event.usage.output_tokens or 0)
             finally:
                 stream.close()
+        yield usage
         yield end_of_stream(where, stop_reason)

@@ -35,7 +35,23 @@ class StreamEnd:
     cut: bool = False
 
 
-StreamEvent = TextDelta | NativeCall | StreamEnd
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The tokens one reply cost, as the provider counted them (cache reads and writes are
+    part of the input, counted apart because they are priced apart)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cache_read_tokens": self.cache_read_tokens,
+                "cache_write_tokens": self.cache_write_tokens}
+
+
+StreamEvent = TextDelta | NativeCall | Usage | StreamEnd
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +125,11 @@ def reading_stream(where: str) -> Iterator[None]:
 
 class Provider(Protocol):
     """A model API. ``stream`` is a generator: closing it aborts the HTTP response, which is
-    how the agent stops a model as soon as a complete tool call has appeared."""
+    how the agent stops a model as soon as a complete tool call has appeared. ``url`` is where
+    it sends requests (None for in-process providers)."""
 
     name: str
+    url: str | None
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]: ...
 

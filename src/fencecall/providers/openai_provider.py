@@ -14,6 +14,7 @@ from .base import (
     NativeCall,
     StreamEvent,
     TextDelta,
+    Usage,
     end_of_stream,
     native_calls,
     reading_stream,
@@ -62,6 +63,14 @@ def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
     return out
 
 
+def _usage(usage: Any) -> Usage:
+    """Chat-completions usage: cached prompt tokens are part of ``prompt_tokens``."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    return Usage(input_tokens=(usage.prompt_tokens or 0) - cached,
+                 output_tokens=usage.completion_tokens or 0, cache_read_tokens=cached)
+
+
 class OpenAIProvider:
     """Streams from any server speaking the OpenAI chat-completions protocol."""
 
@@ -70,6 +79,7 @@ class OpenAIProvider:
         self.name = name
         self._client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url,
                                      timeout=timeout, max_retries=max_retries)
+        self.url: str | None = str(self._client.base_url)
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
         tools: Any = [openai_tool(schema) for schema in request.tools] or openai.omit
@@ -80,10 +90,13 @@ class OpenAIProvider:
         with vendor_errors(where, openai.APIError):
             stream = self._client.chat.completions.create(
                 model=request.model, messages=messages, stream=True,
-                max_tokens=request.max_tokens, tools=tools)
+                max_tokens=request.max_tokens, tools=tools,
+                stream_options={"include_usage": True})
             try:
                 with reading_stream(where):
                     for chunk in stream:
+                        if chunk.usage is not None:
+                            yield _usage(chunk.usage)
                         if not chunk.choices:
                             continue
                         choice = chunk.choices[0]

@@ -44,6 +44,7 @@ class ScriptedProvider:
 
     def __init__(self, script: Iterable[Script], name: str = "scripted"):
         self.name = name
+        self.url: str | None = None
         self._script = list(script)
         self.requests: list[ChatRequest] = []
         self.delivered: list[int] = []

@@ -12,6 +12,7 @@ fencecall holds open, so there is no path inside that could be swapped for a sym
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import itertools
 import json
@@ -151,7 +152,8 @@ class PythonSession:
     def _interrupt(self) -> None:
         pid = self._interpreter()
         if pid is not None and self.alive():
-            os.kill(pid, signal.SIGINT)
+            with contextlib.suppress(ProcessLookupError):  # it may have died just now
+                os.kill(pid, signal.SIGINT)
 
     def _interpreter(self) -> int | None:
         """The interpreter's pid: the process we started, or the one bwrap started (bwrap
