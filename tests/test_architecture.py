@@ -17,7 +17,8 @@ import fencecall
 PACKAGE = Path(fencecall.__file__).parent
 
 LAYERS = (
-    ("fencecall.errors", "fencecall.message", "fencecall.parsing", "fencecall.secrecy"),
+    ("fencecall.errors", "fencecall.message", "fencecall.parsing", "fencecall.secrecy",
+     "fencecall.telemetry"),
     ("fencecall.tools",),
     ("fencecall.config",),
     ("fencecall.execution", "fencecall.providers"),

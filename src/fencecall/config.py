@@ -15,6 +15,7 @@ environment (``api_key_env``) and held only in memory: nothing here is ever logg
     network = false               # let sandboxed commands reach the network
     pass_env = ["GOPATH", "CARGO_*"]   # more variables tools may see (names or globs)
     secrets = ["GITHUB_TOKEN"]    # more variables whose values are redacted from tool output
+    telemetry = false             # OpenTelemetry spans and metrics (FENCECALL_TELEMETRY=1)
 
     [providers.local]
     kind = "openai"
@@ -82,6 +83,7 @@ class Config:
     network: bool = False
     pass_env: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
+    telemetry: bool = False
 
     def secret_env_names(self) -> frozenset[str]:
         """Environment variables holding secrets: the providers' API keys and the ones the
@@ -143,9 +145,10 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     except ValueError:
         choices = ", ".join(policy.value for policy in SandboxPolicy)
         raise ConfigError(f"{path}: sandbox must be one of {choices}") from None
-    network = data.get("network", False)
-    if not isinstance(network, bool):
-        raise ConfigError(f"{path}: network must be true or false")
+    network, telemetry = data.get("network", False), data.get("telemetry", False)
+    for key, value in (("network", network), ("telemetry", telemetry)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: {key} must be true or false")
     home = env.get("FENCECALL_HOME")
     return Config(
         model=env.get("FENCECALL_MODEL") or data.get("model"),
@@ -161,6 +164,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         network=network,
         pass_env=_names(data, "pass_env", path),
         secrets=_names(data, "secrets", path),
+        telemetry=telemetry,
     )
 
 

@@ -35,10 +35,11 @@ def test_stats_say_which_tool_fails_and_what_it_cost(fencecall: CLI, tmp_path: P
     assert "read" in table.stdout and "unknown" in table.stdout
 
 
-def test_help_and_import_never_load_the_price_library(tmp_path: Path) -> None:
+def test_help_never_loads_prices_or_telemetry(tmp_path: Path) -> None:
     code = ("import sys\nfrom fencecall.cli.main import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('genai_prices', 'pydantic'))))")
+            "print(sorted(m for m in sys.modules\n"
+            "             if m.startswith(('genai_prices', 'pydantic', 'opentelemetry'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=cli_env(tmp_path, "http://127.0.0.1:9"), check=True).stdout
     assert out.strip().endswith("[]")

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from .. import telemetry
 from ..execution import Session, resolve
 from ..message import Message, Status, system
 from ..parsing import Diagnostic, StreamParser, ToolCall, parse_calls
@@ -125,7 +126,8 @@ class Agent:
     def send(self, prompt: str) -> Outcome:
         """Add a user message and work until the model answers without a call."""
         self.conversation.append(Message("user", prompt))
-        return self.resume()
+        with telemetry.current().turn(self.model):
+            return self.resume()
 
     def resume(self) -> Outcome:
         """Continue from the current state (after a resume, or after tool results)."""
@@ -210,6 +212,8 @@ class Agent:
         native: list[NativeCall] = []
         end: StreamEnd | None = None
         usage: Usage | None = None
+        run = telemetry.current().chat(self.model, provider=self.provider.name,
+                                       url=self.provider.url)
         stream = self.provider.stream(self._request())
         stopped_early = interrupted = False
         try:
@@ -230,8 +234,14 @@ class Agent:
         except KeyboardInterrupt:
             stopped_early = interrupted = True
             text.append("\n[interrupted by the user]")
+        except Exception as err:
+            run.end(error_type=type(err).__name__)
+            raise
         finally:
             stream.close()
+        run.end(finish_reason="tool_call" if stopped_early and not interrupted
+                else end.stop_reason if end else "interrupted",
+                usage=usage.as_dict() if usage else None)
         if not stopped_early:
             calls = self._first_runnable(parser.finish())
         reply = "".join(text)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from .. import telemetry
 from ..agent import Agent, Conversation, Outcome
 from ..agent.conversation import PRIVATE_FILE, private_folder
 from ..config import Config, ConfigError, load_config
@@ -84,6 +85,11 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
 
 def run(args: argparse.Namespace) -> int:
     config = load_config()
+    with telemetry.using(telemetry.from_settings(config.telemetry)):
+        return _run(args, config)
+
+
+def _run(args: argparse.Namespace, config: Config) -> int:
     console = Console(highlight=False)
     display = Display(console)
     agent = build_agent(args, config, console, display)

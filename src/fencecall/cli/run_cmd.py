@@ -9,6 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
+from .. import telemetry
 from ..config import load_config
 from ..message import Message
 from .confirm import choose_confirm
@@ -29,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
     config = load_config()
     confirm = choose_confirm(console, yes=args.yes)
     results: list[Message] = []
-    with session_of(args, config, confirm, args.format) as session:
+    with telemetry.using(telemetry.from_settings(config.telemetry)), \
+            session_of(args, config, confirm, args.format) as session:
         for message in session.execute(text):
             results.append(message)
             if not args.json:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from .. import telemetry
 from ..errors import ToolError
 from ..message import Message, Status, system
 from ..parsing import Diagnostic, ToolCall
@@ -152,16 +153,26 @@ def _execute(session: Runner, use: ToolUse) -> Iterator[Message]:
     carries the call's record: how long it took, how it ended and, if it failed, why
     (each message is held back until the next, so the last can be known)."""
     started = time.monotonic()
+    run = telemetry.current().tool(
+        use.tool, call_id=use.call.call_id, description=use.spec.desc if use.spec else "",
+        fmt=use.call.format, langtag=use.call.name if use.call.is_codeblock else None)
     held: Message | None = None
     failure: Message | None = None
-    for message in _results(session, use):
+    record: dict[str, object] = {"outcome": "interrupted", "error_type": "GeneratorExit"}
+    try:
+        for message in _results(session, use):
+            if held is not None:
+                yield held
+            held = message.tagged(use.call.call_id, use.tool)
+            if failure is None and held.failed:
+                failure = held
+        record = {"outcome": "ok"}
         if held is not None:
-            yield held
-        held = message.tagged(use.call.call_id, use.tool)
-        if failure is None and held.failed:
-            failure = held
-    if held is not None:
-        yield _with_record(held, time.monotonic() - started, worst=failure or held)
+            record = call_record(failure or held, time.monotonic() - started)
+            yield replace(held, metadata={**held.metadata, **record})
+    finally:  # also when the caller stops early: the span covers what really ran
+        error_type = record.get("error_type")
+        run.end(str(record["outcome"]), None if error_type is None else str(error_type))
 
 
 def _with_record(last: Message, duration: float, *, worst: Message) -> Message:
