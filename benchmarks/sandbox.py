@@ -54,25 +54,14 @@ def _rounds(cases: dict[str, Timed], runs: int) -> dict[str, list[float]]:
     return samples
 
 
-def _shell_start(workspace: Path, sandbox: Sandbox) -> Timed:
+def _start(make: Callable[[], ShellSession | PythonSession], probe: str) -> Timed:
+    """Time from creating a session to the result of its first (trivial) command."""
     def timed() -> float:
         started = time.perf_counter()
-        shell = ShellSession(workspace, sandbox=sandbox)
-        shell.run("true")
+        session = make()
+        session.run(probe)
         elapsed = time.perf_counter() - started
-        shell.close()
-        return elapsed
-
-    return timed
-
-
-def _python_start(workspace: Path, sandbox: Sandbox) -> Timed:
-    def timed() -> float:
-        started = time.perf_counter()
-        python = PythonSession(workspace, sandbox=sandbox)
-        python.run("None")
-        elapsed = time.perf_counter() - started
-        python.close()
+        session.close()
         return elapsed
 
     return timed
@@ -127,10 +116,11 @@ def measure() -> list[dict[str, object]]:
             ({"floor: subprocess.run(['bash', '-c', 'true'])": _elapsed(
                 functools.partial(subprocess.run, ["bash", "-c", "true"], check=True))},
              ONE_SHOTS),
-            ({f"shell start: {label}": _shell_start(workspace, box)
-              for label, box in sandboxes.items()}
-             | {f"python start: {label}": _python_start(workspace, box)
-                for label, box in sandboxes.items()}, STARTS),
+            ({f"{kind} start: {label}": _start(functools.partial(session, workspace,
+                                                                   sandbox=box), probe)
+              for kind, session, probe in (("shell", ShellSession, "true"),
+                                           ("python", PythonSession, "None"))
+              for label, box in sandboxes.items()}, STARTS),
             ({f"shell per call true: {label}": _elapsed(functools.partial(shell.run, "true"))
               for label, shell in shells.items()}
              | {f"python per call 1+1: {label}": _elapsed(functools.partial(python.run, "1+1"))
