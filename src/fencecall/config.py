@@ -16,6 +16,8 @@ environment (``api_key_env``) and held only in memory: nothing here is ever logg
     pass_env = ["GOPATH", "CARGO_*"]   # more variables tools may see (names or globs)
     secrets = ["GITHUB_TOKEN"]    # more variables whose values are redacted from tool output
     telemetry = false             # OpenTelemetry spans and metrics (FENCECALL_TELEMETRY=1)
+    telemetry_content = false     # tool arguments and results in spans, cut and redacted
+    tool_packages = ["mycompany.tools"]   # packages whose modules define more tools
 
     [providers.local]
     kind = "openai"
@@ -84,6 +86,8 @@ class Config:
     pass_env: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
     telemetry: bool = False
+    telemetry_content: bool = False
+    tool_packages: tuple[str, ...] = ()
 
     def secret_env_names(self) -> frozenset[str]:
         """Environment variables holding secrets: the providers' API keys and the ones the
@@ -146,7 +150,9 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         choices = ", ".join(policy.value for policy in SandboxPolicy)
         raise ConfigError(f"{path}: sandbox must be one of {choices}") from None
     network, telemetry = data.get("network", False), data.get("telemetry", False)
-    for key, value in (("network", network), ("telemetry", telemetry)):
+    content = data.get("telemetry_content", False)
+    for key, value in (("network", network), ("telemetry", telemetry),
+                       ("telemetry_content", content)):
         if not isinstance(value, bool):
             raise ConfigError(f"{path}: {key} must be true or false")
     home = env.get("FENCECALL_HOME")
@@ -165,6 +171,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         pass_env=_names(data, "pass_env", path),
         secrets=_names(data, "secrets", path),
         telemetry=telemetry,
+        telemetry_content=content,
+        tool_packages=_names(data, "tool_packages", path),
     )
 
 

@@ -19,8 +19,10 @@ from fencecall.tools import Block, Toolchain
 from fencecall.tools.events import (
     MESSAGE_POST_PROCESS,
     MESSAGE_PRE_PROCESS,
+    TOOL_PRE_EXECUTE,
     MessagePostProcess,
     MessagePreProcess,
+    ToolPreExecute,
 )
 
 F = "```"
@@ -146,3 +148,18 @@ def test_a_broken_call_is_told_to_the_model_and_the_loop_goes_on(workspace: Path
     assert told.content.startswith(f"The {F}shell block opened on line 1 was never closed")
     assert told.content in provider.requests[1].messages[-1].content
     assert agent.conversation.messages[-1].content == "Sorry, I forgot the fence."
+
+
+def test_pre_execute_hooks_read_the_conversation_so_far(workspace: Path, tmp_path: Path) -> None:
+    seen: list[list[str]] = []
+
+    def guard(data: ToolPreExecute) -> None:
+        seen.append([m.content for m in data.history])
+
+    with make_session(workspace, "markdown") as session:
+        session.hooks.add(TOOL_PRE_EXECUTE, guard)
+        provider = ScriptedProvider([f"{F}shell\necho hi\n{F}\n", "Done."])
+        agent_for(provider, session, tmp_path).send("say hi")
+        assert seen == [["say hi", f"{F}shell\necho hi\n{F}"]]
+        list(session.execute(f"{F}shell\necho alone\n{F}\n"))  # the session's own history
+        assert len(seen) == 2 and seen[1][0] == "say hi"

@@ -20,7 +20,7 @@ from fencecall.agent import Agent, Conversation
 from fencecall.execution import Session, auto_yes
 from fencecall.providers import ScriptedProvider
 from fencecall.telemetry.otel import EXECUTE_TOOL_DURATION, OtelTelemetry
-from fencecall.tools import Toolchain, ToolError, ToolInvocation, ToolSpec
+from fencecall.tools import Parameter, Toolchain, ToolError, ToolInvocation, ToolSpec
 
 F = "```"
 
@@ -102,3 +102,31 @@ def test_telemetry_is_off_unless_asked_for() -> None:
     assert telemetry.from_settings(False, {}) is telemetry.NO_TELEMETRY
     assert telemetry.from_settings(True, {"FENCECALL_TELEMETRY": "0"}) is telemetry.NO_TELEMETRY
     assert telemetry.wanted({"FENCECALL_TELEMETRY": "1"}, False)
+
+
+def test_content_is_recorded_only_when_asked_cut_and_redacted(tmp_path: Path) -> None:
+    secret = "sk-test-0123456789"
+
+    def leak(invocation: ToolInvocation) -> str:
+        return f"the key is {secret} " + "x" * 10_000
+
+    tools = Toolchain((ToolSpec("leak", "Prints too much.", execute=leak,
+                                parameters=(Parameter("q"),)),))
+    for content in (False, True):
+        spans = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(spans))
+        with telemetry.using(OtelTelemetry(provider, MeterProvider(), content=content)), \
+                Session(tools, workspace=tmp_path, sandbox="off", fmt="tool",
+                        secrets={"KEY": secret}) as session:
+            list(session.execute(f'@leak(c1): {{"q": "what is {secret}?"}}'))
+        [span] = spans.get_finished_spans()
+        attributes = dict(span.attributes or {})
+        if not content:
+            assert "gen_ai.tool.call.arguments" not in attributes
+            assert "gen_ai.tool.call.result" not in attributes
+            continue
+        assert attributes["gen_ai.tool.call.arguments"] == '{"q": "what is [REDACTED:KEY]?"}'
+        result = str(attributes["gen_ai.tool.call.result"])
+        assert result.startswith("the key is [REDACTED:KEY] ") and result.endswith("…[cut]")
+        assert secret not in result and len(result) < 4200

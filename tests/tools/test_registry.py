@@ -206,3 +206,21 @@ def test_instructions_render_examples_in_each_format() -> None:
     tool = chain.instructions("tool")
     assert '@echo(call_1): {"text": "hi"}' in tool
     assert textwrap.dedent(tool).startswith("You can use tools through function calling")
+
+
+def test_tools_come_from_configured_packages_recursively(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    deep = tmp_path / "acme_tools" / "sub"
+    deep.mkdir(parents=True)
+    (tmp_path / "acme_tools" / "__init__.py").write_text(
+        "from fencecall.tools import ToolSpec\ntop = ToolSpec('top', 'At the top.', "
+        "execute=lambda inv: 't')\n")
+    (deep / "__init__.py").write_text("")
+    (deep / "more.py").write_text("from fencecall.tools import ToolSpec\n"
+                                  "deep = ToolSpec('deep', 'Deep down.', "
+                                  "execute=lambda inv: 'd')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    chain = Toolchain.build(["top", "deep"], catalogue=CATALOGUE, packages=["acme_tools"])
+    assert chain.names() == ["deep", "top"]
+    with pytest.raises(ToolLoadError, match="'no_such_pkg' cannot be imported"):
+        Toolchain.build(catalogue=CATALOGUE, packages=["no_such_pkg"])

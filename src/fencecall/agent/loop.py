@@ -115,6 +115,7 @@ class Agent:
         self.model = model
         self.session = session
         self.conversation = conversation
+        session.conversation = conversation.messages
         self.max_steps = max_steps
         self.max_tokens = max_tokens
         self.retries = retries

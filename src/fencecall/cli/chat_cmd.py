@@ -22,6 +22,7 @@ from .confirm import choose_confirm
 from .display import Display
 from .options import session_of
 from .slash import ExitChat, run_slash
+from .title import show_running_tools
 from .visible import visible, visible_text
 
 EXIT_CODES = {Outcome.DONE: 0, Outcome.STEP_LIMIT: 1, Outcome.INTERRUPTED: 130}
@@ -85,7 +86,8 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
 
 def run(args: argparse.Namespace) -> int:
     config = load_config()
-    with telemetry.using(telemetry.from_settings(config.telemetry)):
+    with telemetry.using(telemetry.from_settings(config.telemetry,
+                                                 content=config.telemetry_content)):
         return _run(args, config)
 
 
@@ -124,6 +126,7 @@ def interactive(agent: Agent, display: Display, config: Config) -> None:
     os.chmod(history, PRIVATE_FILE)
     prompt: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
     console = display.console
+    show_running_tools(agent.session.hooks, console)
     console.print(f"fencecall: conversation [bold]{agent.conversation.name}[/], model "
                   f"{agent.model}, tools: {', '.join(agent.session.toolchain.names())}. "
                   "/help for commands, Ctrl-D to leave.")

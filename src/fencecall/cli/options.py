@@ -23,12 +23,14 @@ def workspace_of(args: argparse.Namespace) -> Path:
 
 
 def toolchain_of(args: argparse.Namespace, workspace: Path,
-                 default: Sequence[str] | None = None) -> Toolchain:
-    """The tools ``--tools`` names (comma-separated), else ``default`` (None: all)."""
+                 default: Sequence[str] | None = None,
+                 packages: Sequence[str] = ()) -> Toolchain:
+    """The tools ``--tools`` names (comma-separated), else ``default`` (None: all), from the
+    built-ins, plugins and the configured tool ``packages``."""
     allowlist = default
     if args.tools:
         allowlist = [entry.strip() for entry in args.tools.split(",") if entry.strip()]
-    return Toolchain.build(allowlist, root=workspace)
+    return Toolchain.build(allowlist, root=workspace, packages=packages)
 
 
 def session_of(args: argparse.Namespace, config: Config, confirm: ConfirmFunc,
@@ -47,6 +49,7 @@ def session_of(args: argparse.Namespace, config: Config, confirm: ConfirmFunc,
                                       network=args.network or config.network)
     if warning:
         print(f"fencecall: warning: {warning}", file=sys.stderr)
-    return Session(toolchain_of(args, workspace, tools), workspace=workspace, confirm=confirm,
+    return Session(toolchain_of(args, workspace, tools, config.tool_packages),
+                   workspace=workspace, confirm=confirm,
                    fmt=fmt, extra_roots=args.root, sandbox=sandbox, pass_env=config.pass_env,
                    secrets=secrets)

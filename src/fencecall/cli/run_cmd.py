@@ -30,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
     config = load_config()
     confirm = choose_confirm(console, yes=args.yes)
     results: list[Message] = []
-    with telemetry.using(telemetry.from_settings(config.telemetry)), \
+    with telemetry.using(telemetry.from_settings(config.telemetry,
+                                                 content=config.telemetry_content)), \
             session_of(args, config, confirm, args.format) as session:
         for message in session.execute(text):
             results.append(message)

@@ -14,6 +14,7 @@ answered too, so no call id goes without a result.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -46,6 +47,10 @@ class Runner(ToolContext, Protocol):
 
     def redact(self, text: str) -> str:
         """``text`` with every known secret value replaced."""
+        ...
+
+    def history(self) -> tuple[Message, ...]:
+        """The conversation so far, for hooks to read."""
         ...
 
 
@@ -153,9 +158,12 @@ def _execute(session: Runner, use: ToolUse) -> Iterator[Message]:
     carries the call's record: how long it took, how it ended and, if it failed, why
     (each message is held back until the next, so the last can be known)."""
     started = time.monotonic()
-    run = telemetry.current().tool(
+    recorder = telemetry.current()
+    content = recorder.records_content
+    run = recorder.tool(
         use.tool, call_id=use.call.call_id, description=use.spec.desc if use.spec else "",
-        fmt=use.call.format, langtag=use.call.name if use.call.is_codeblock else None)
+        fmt=use.call.format, langtag=use.call.name if use.call.is_codeblock else None,
+        arguments=session.redact(_written(use.call)) if content else None)
     held: Message | None = None
     failure: Message | None = None
     record: dict[str, object] = {"outcome": "interrupted", "error_type": "GeneratorExit"}
@@ -172,7 +180,15 @@ def _execute(session: Runner, use: ToolUse) -> Iterator[Message]:
             yield replace(held, metadata={**held.metadata, **record})
     finally:  # also when the caller stops early: the span covers what really ran
         error_type = record.get("error_type")
-        run.end(str(record["outcome"]), None if error_type is None else str(error_type))
+        result = session.redact(held.content) if content and held is not None else None
+        run.end(str(record["outcome"]), None if error_type is None else str(error_type), result)
+
+
+def _written(call: ToolCall) -> str:
+    """A call's arguments as written, for telemetry that records content."""
+    if call.kwargs:
+        return json.dumps(dict(call.kwargs), ensure_ascii=False, default=str)
+    return f"{call.argline}\n{call.content}" if call.argline else call.content
 
 
 def _with_record(last: Message, duration: float, *, worst: Message) -> Message:
@@ -211,7 +227,7 @@ def _results(session: Runner, use: ToolUse) -> Iterator[Message]:
     started = time.monotonic()
     error: BaseException | None = None
     try:
-        for message in _run(invocation):
+        for message in _run(invocation, session.history()):
             results.append(message)
             yield message
     except KeyboardInterrupt as err:
@@ -236,10 +252,10 @@ def _results(session: Runner, use: ToolUse) -> Iterator[Message]:
     yield from post.messages
 
 
-def _run(invocation: ToolInvocation) -> Iterator[Message]:
+def _run(invocation: ToolInvocation, history: tuple[Message, ...]) -> Iterator[Message]:
     """Pre hooks, confirmation, then the tool itself."""
     spec, context = invocation.spec, invocation.context
-    pre = context.hooks.run(TOOL_PRE_EXECUTE, ToolPreExecute(invocation))
+    pre = context.hooks.run(TOOL_PRE_EXECUTE, ToolPreExecute(invocation, history))
     yield from pre.messages
     if pre.blocked is not None:
         yield system(f"The {spec.name} call was blocked: {pre.blocked.reason}", Status.BLOCKED)

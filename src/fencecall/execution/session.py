@@ -74,6 +74,8 @@ class Session:
             # One /tmp per conversation, shared by its shell and python, as it is unsandboxed.
             self._tmp = make_scratch("tmp")
             self._sandbox = replace(self._sandbox, tmp=self._tmp)
+        self.conversation: Sequence[Message] | None = None
+        """Set by the agent: the messages pre-execute hooks may read."""
         self._pass_env = tuple(pass_env)
         self._secrets = dict(secrets or {})
         self.redact = Redactor(self._secrets)
@@ -113,6 +115,11 @@ class Session:
 
     def functions(self) -> Mapping[str, Callable[..., Any]]:
         return self.toolchain.functions()
+
+    def history(self) -> tuple[Message, ...]:
+        """The conversation so far, as the agent that owns this session keeps it (empty for
+        replies run on their own); pre-execute hooks get it."""
+        return tuple(self.conversation) if self.conversation is not None else ()
 
     def resource(self, key: str, factory: Callable[[], R]) -> R:
         """The session's resource ``key``, created by ``factory`` on first use."""

@@ -43,15 +43,23 @@ def using(telemetry: Telemetry) -> Iterator[Telemetry]:
 
 def wanted(env: Mapping[str, str], configured: bool) -> bool:
     """Whether the user asked for telemetry (the environment wins over the config)."""
-    value = env.get("FENCECALL_TELEMETRY")
+    return _flag(env, "FENCECALL_TELEMETRY", configured)
+
+
+def _flag(env: Mapping[str, str], name: str, configured: bool) -> bool:
+    value = env.get(name)
     if value is not None:
         return value.strip().lower() in ("1", "true", "yes", "on")
     return configured
 
 
-def from_settings(configured: bool, env: Mapping[str, str] | None = None) -> Telemetry:
-    """OpenTelemetry if asked for and installed; otherwise nothing (saying why once)."""
-    if not wanted(os.environ if env is None else env, configured):
+def from_settings(configured: bool, env: Mapping[str, str] | None = None, *,
+                  content: bool = False) -> Telemetry:
+    """OpenTelemetry if asked for and installed; otherwise nothing (saying why once).
+    Tool arguments and results are recorded only with ``content`` (``telemetry_content``) or
+    ``FENCECALL_TELEMETRY_CONTENT=1``."""
+    env = os.environ if env is None else env
+    if not wanted(env, configured):
         return NO_TELEMETRY
     try:
         from .otel import OtelTelemetry
@@ -59,4 +67,4 @@ def from_settings(configured: bool, env: Mapping[str, str] | None = None) -> Tel
         print("fencecall: warning: telemetry is on but OpenTelemetry is not installed; "
               "pip install 'fencecall[otel]'", file=sys.stderr)
         return NO_TELEMETRY
-    return OtelTelemetry.configured()
+    return OtelTelemetry.configured(content=_flag(env, "FENCECALL_TELEMETRY_CONTENT", content))

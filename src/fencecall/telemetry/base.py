@@ -9,8 +9,9 @@ from contextlib import contextmanager
 class ToolRun:
     """One tool call being measured; :meth:`end` closes it."""
 
-    def end(self, outcome: str, error_type: str | None) -> None:
-        """``outcome`` is ``ok`` or the call's status; ``error_type`` names a failure."""
+    def end(self, outcome: str, error_type: str | None, result: str | None = None) -> None:
+        """``outcome`` is ``ok`` or the call's status; ``error_type`` names a failure;
+        ``result`` (redacted) is given only to a telemetry that records content."""
 
 
 class ChatRun:
@@ -28,8 +29,11 @@ _NO_CHAT = ChatRun()
 class Telemetry:
     """Records nothing, at the cost of a method call: the default."""
 
+    records_content = False
+    """Whether tool arguments and results go into spans (only when the user opts in)."""
+
     def tool(self, name: str, *, call_id: str | None, description: str, fmt: str,
-             langtag: str | None) -> ToolRun:
+             langtag: str | None, arguments: str | None = None) -> ToolRun:
         return _NO_TOOL
 
     def chat(self, model: str, *, provider: str, url: str | None) -> ChatRun:

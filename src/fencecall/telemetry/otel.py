@@ -25,6 +25,8 @@ from .base import ChatRun, Telemetry, ToolRun
 EXECUTE_TOOL_DURATION = "gen_ai.execute_tool.duration"
 """Not in the conventions' metric constants (yet): named after the ``execute_tool`` span."""
 SCOPE = "fencecall"
+CONTENT_LIMIT = 4096
+"""Characters of a tool's arguments or result kept in a span, when content is recorded."""
 
 
 class OtelTelemetry(Telemetry):
@@ -32,7 +34,8 @@ class OtelTelemetry(Telemetry):
     ``OTEL_*`` variables unless the embedding application set global ones."""
 
     def __init__(self, tracer_provider: TracerProvider, meter_provider: MeterProvider, *,
-                 owned: tuple[Any, ...] = ()):
+                 owned: tuple[Any, ...] = (), content: bool = False):
+        self.records_content = content
         self._tracer = tracer_provider.get_tracer(SCOPE)
         meter = meter_provider.get_meter(SCOPE)
         self._tool_duration = meter.create_histogram(
@@ -46,7 +49,7 @@ class OtelTelemetry(Telemetry):
         self._owned = owned
 
     @classmethod
-    def configured(cls) -> OtelTelemetry:
+    def configured(cls, *, content: bool = False) -> OtelTelemetry:
         tracer_provider: Any = trace.get_tracer_provider()
         meter_provider: Any = metrics.get_meter_provider()
         owned: list[Any] = []
@@ -56,16 +59,18 @@ class OtelTelemetry(Telemetry):
         if type(meter_provider).__name__.startswith(("_Proxy", "NoOp")):
             meter_provider = _own_meter_provider()
             owned.append(meter_provider)
-        return cls(tracer_provider, meter_provider, owned=tuple(owned))
+        return cls(tracer_provider, meter_provider, owned=tuple(owned), content=content)
 
     def tool(self, name: str, *, call_id: str | None, description: str, fmt: str,
-             langtag: str | None) -> ToolRun:
+             langtag: str | None, arguments: str | None = None) -> ToolRun:
         attributes = {gen_ai.GEN_AI_OPERATION_NAME: "execute_tool", gen_ai.GEN_AI_TOOL_NAME: name,
                       gen_ai.GEN_AI_TOOL_CALL_ID: call_id or os.urandom(6).hex(),
                       gen_ai.GEN_AI_TOOL_TYPE: "function",
                       gen_ai.GEN_AI_TOOL_DESCRIPTION: description, "fencecall.format": fmt}
         if langtag is not None:
             attributes["fencecall.langtag"] = langtag
+        if arguments is not None and self.records_content:
+            attributes[gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS] = _cut(arguments)
         span = self._tracer.start_span(f"execute_tool {name}", kind=SpanKind.INTERNAL,
                                        attributes=attributes)
         return _OtelToolRun(span, self._tool_duration, {gen_ai.GEN_AI_TOOL_NAME: name,
@@ -100,8 +105,10 @@ class _OtelToolRun(ToolRun):
         self._span, self._duration, self._attributes = span, duration, attributes
         self._started = time.monotonic()
 
-    def end(self, outcome: str, error_type: str | None) -> None:
+    def end(self, outcome: str, error_type: str | None, result: str | None = None) -> None:
         attributes = dict(self._attributes)
+        if result is not None:
+            self._span.set_attribute(gen_ai.GEN_AI_TOOL_CALL_RESULT, _cut(result))
         if error_type is not None:
             attributes[error_attributes.ERROR_TYPE] = error_type
             self._span.set_attribute(error_attributes.ERROR_TYPE, error_type)
@@ -141,6 +148,10 @@ class _OtelChatRun(ChatRun):
             span.set_status(Status(StatusCode.ERROR))
         self._telemetry._chat_duration.record(time.monotonic() - self._started, attributes)
         span.end()
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= CONTENT_LIMIT else text[:CONTENT_LIMIT] + "…[cut]"
 
 
 def _resource() -> Any:

@@ -13,7 +13,11 @@ from .spec import ToolInvocation
 
 @dataclass(frozen=True, slots=True)
 class ToolPreExecute:
+    """A call about to run; ``history`` is the conversation so far (a read-only snapshot:
+    a guard may judge the call by what led to it)."""
+
     invocation: ToolInvocation
+    history: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,21 @@ def _specs_from_object(value: Any, source: str) -> list[ToolSpec]:
     raise ToolLoadError(f"plugin {source} gave {type(value).__name__}, expected ToolSpec(s)")
 
 
+def package_tools(packages: Iterable[str]) -> list[ToolSpec]:
+    """The tools defined in the named packages and every module below them (configured with
+    ``tool_packages``). A package that cannot be imported is a :class:`ToolLoadError`."""
+    specs: list[ToolSpec] = []
+    for name in packages:
+        try:
+            package = importlib.import_module(name)
+            specs += specs_in(package)
+            for info in pkgutil.walk_packages(getattr(package, "__path__", []), name + "."):
+                specs += specs_in(importlib.import_module(info.name))
+        except ImportError as err:
+            raise ToolLoadError(f"tool package {name!r} cannot be imported: {err}") from err
+    return specs
+
+
 def plugin_tools() -> list[ToolSpec]:
     """Tools from installed distributions' ``fencecall.tools`` entry points.
 

@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import UserError
 from ..parsing import FormatLike
 from .instructions import tools_instructions
-from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
+from .loading import ToolLoadError, builtin_tools, load_from_file, package_tools, plugin_tools
 from .spec import ToolSpec, api_name
 
 _INIT_LOCK = threading.Lock()
@@ -71,14 +71,16 @@ class Toolchain:
     @classmethod
     def build(cls, allowlist: Sequence[str] | None = None, *,
               catalogue: Iterable[ToolSpec] | None = None,
-              root: Path | None = None) -> Toolchain:
+              root: Path | None = None, packages: Sequence[str] = ()) -> Toolchain:
         """Select and initialise tools.
 
-        ``catalogue`` defaults to the built-in tools plus installed plugins. File entries are
+        ``catalogue`` defaults to the built-in tools plus installed plugins; ``packages`` adds
+        the tools of those packages and their modules. File entries are
         loaded with :func:`load_from_file`; relative ones are resolved against ``root`` (the
         workspace) and must stay inside it.
         """
         known = list(builtin_tools()) + plugin_tools() if catalogue is None else list(catalogue)
+        known += package_tools(packages)
         chosen: dict[str, ToolSpec] = {}
         if allowlist is None:
             for spec in known:
