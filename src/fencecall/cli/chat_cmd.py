@@ -68,7 +68,7 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
         raise ConfigError("no model configured: pass --model provider/name or set "
                           "FENCECALL_MODEL (e.g. openai/gpt-4o, local/qwen2.5)")
     retries = config.retries if args.retries is None else args.retries
-    provider, model = get_provider(chosen, config, timeout=args.timeout or config.timeout,
+    provider, model = get_provider(chosen, config, timeout=args.timeout,
                                    retries=retries)
     session = session_of(args, config, choose_confirm(console, yes=args.yes),
                          args.format or config.format, config.tools)

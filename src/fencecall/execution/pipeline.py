@@ -148,9 +148,9 @@ def _answer_each(uses: list[ToolUse], text: str, status: Status) -> list[Message
     with_ids = [use for use in uses if use.call.call_id is not None]
     if not with_ids:
         note = system(text, status)
-        return [_with_record(note, 0.0, worst=note)]
+        return [_with_record(note, call_record(note, 0.0))]
     answers = [system(text, status).tagged(use.call.call_id, use.tool) for use in with_ids]
-    return [_with_record(answer, 0.0, worst=answer) for answer in answers]
+    return [_with_record(answer, call_record(answer, 0.0)) for answer in answers]
 
 
 def _execute(session: Runner, use: ToolUse) -> Iterator[Message]:
@@ -177,7 +177,7 @@ def _execute(session: Runner, use: ToolUse) -> Iterator[Message]:
         record = {"outcome": "ok"}
         if held is not None:
             record = call_record(failure or held, time.monotonic() - started)
-            yield replace(held, metadata={**held.metadata, **record})
+            yield _with_record(held, record)
     finally:  # also when the caller stops early: the span covers what really ran
         error_type = record.get("error_type")
         result = session.redact(held.content) if content and held is not None else None
@@ -191,9 +191,9 @@ def _written(call: ToolCall) -> str:
     return f"{call.argline}\n{call.content}" if call.argline else call.content
 
 
-def _with_record(last: Message, duration: float, *, worst: Message) -> Message:
-    """``last`` with the call record in its metadata (see :func:`call_record`)."""
-    return replace(last, metadata={**last.metadata, **call_record(worst, duration)})
+def _with_record(last: Message, record: dict[str, object]) -> Message:
+    """``last`` with the call's record (see :func:`call_record`) in its metadata."""
+    return replace(last, metadata={**last.metadata, **record})
 
 
 def call_record(result: Message, duration: float) -> dict[str, object]:
