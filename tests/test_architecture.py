@@ -22,7 +22,7 @@ LAYERS = (
     ("fencecall.tools",),
     ("fencecall.config",),
     ("fencecall.execution", "fencecall.providers"),
-    ("fencecall.agent",),
+    ("fencecall.agent", "fencecall.serve"),
     ("fencecall.cli",),
 )
 """Bottom to top: a module may import from its own layer's other parts only where the test

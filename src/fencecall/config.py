@@ -22,6 +22,17 @@ environment (``api_key_env``) and held only in memory: nothing here is ever logg
     [providers.local]
     kind = "openai"
     base_url = "http://127.0.0.1:8080/v1"
+
+    [mcp.servers.time]            # an MCP server's tools, named time.TOOL
+    command = "python"
+    args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+    env = {}                      # added to the allow-listed environment tools get
+    eager = false                 # start at session start, not at first use
+    confirm = "hints"             # ask unless the tool is marked read-only; or always, never
+
+    [mcp.servers.docs]
+    url = "http://127.0.0.1:8765/mcp"                      # Streamable HTTP
+    headers = { Authorization = "Bearer ${DOCS_TOKEN}" }   # ${VAR} from the environment
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ from typing import Any, Literal, get_args
 
 from .errors import UserError
 from .parsing import MARKDOWN, CallFormat, get_format
+from .tools.mcp import DeclarationError, McpServerConfig, from_table
 from .tools.runtime.sandbox import SandboxPolicy
 
 ProviderKind = Literal["openai", "anthropic"]
@@ -88,12 +100,15 @@ class Config:
     telemetry: bool = False
     telemetry_content: bool = False
     tool_packages: tuple[str, ...] = ()
+    mcp_servers: tuple[McpServerConfig, ...] = ()
 
     def secret_env_names(self) -> frozenset[str]:
-        """Environment variables holding secrets: the providers' API keys and the ones the
-        user marked. Tools never see them; their values are redacted from tool output."""
+        """Environment variables holding secrets: the providers' API keys, those the MCP
+        server declarations refer to, and the ones the user marked. Tools never see them;
+        their values are redacted from tool output."""
         keys = (p.api_key_env for p in self.providers.values() if p.api_key_env)
-        return frozenset((*keys, *self.secrets))
+        mcp = (name for server in self.mcp_servers for name in server.secret_names)
+        return frozenset((*keys, *mcp, *self.secrets))
 
     def secret_values(self, env: Mapping[str, str]) -> dict[str, str]:
         """The secrets set in ``env``, by variable name."""
@@ -173,7 +188,25 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         telemetry=telemetry,
         telemetry_content=content,
         tool_packages=_names(data, "tool_packages", path),
+        mcp_servers=_mcp_servers(data, path, env),
     )
+
+
+def _mcp_servers(data: Mapping[str, Any], path: Path,
+                 env: Mapping[str, str]) -> tuple[McpServerConfig, ...]:
+    section = data.get("mcp", {})
+    servers = section.get("servers", {}) if isinstance(section, dict) else None
+    if not isinstance(servers, dict) or set(section) - {"servers"}:
+        raise ConfigError(f"{path}: mcp must hold only [mcp.servers.NAME] tables")
+    found = []
+    for name, table in servers.items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: mcp.servers.{name} must be a table")
+        try:
+            found.append(from_table(name, table, env))
+        except DeclarationError as err:
+            raise ConfigError(f"{path}: {err}") from None
+    return tuple(found)
 
 
 def _number(data: Mapping[str, Any], key: str, default: float, path: Path, *, minimum: float,

@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import __version__
 from ..parsing import FORMATS, MARKDOWN
 
-COMMANDS = ("parse", "run", "chat", "list", "stats")
+COMMANDS = ("parse", "run", "chat", "list", "stats", "tools", "mcp")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
 
 
@@ -52,6 +52,9 @@ def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | Non
                              "workspace and --root folders), or off")
     parser.add_argument("--network", action="store_true", default=None,
                         help="let sandboxed commands reach the network")
+    parser.add_argument("--mcp", action="append", default=[], metavar="NAME=COMMAND",
+                        help="use an MCP server's tools (as NAME.TOOL): a command started "
+                             "over stdio, or a Streamable HTTP URL (repeatable)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -106,6 +109,32 @@ def build_parser() -> argparse.ArgumentParser:
     stats.add_argument("conversations", nargs="*", metavar="CONVERSATION")
     stats.add_argument("--json", action="store_true", help="print JSON instead of tables")
     stats.set_defaults(handler="fencecall.cli.stats_cmd:run")
+
+    tools = commands.add_parser(
+        "tools", help="list the tools a session would get, and why a known one is missing",
+        description="List the tools a session would load (built-in, plugins, tool packages, "
+                    "MCP servers) with their hints, the known tools it would leave out and "
+                    "why, and the state of each MCP server.")
+    _add_tool_options(tools, None)
+    tools.set_defaults(handler="fencecall.cli.tools_cmd:run")
+
+    mcp = commands.add_parser("mcp", help="serve fencecall's tools over MCP",
+                              description="Model Context Protocol commands.")
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", metavar="COMMAND", required=True)
+    serve = mcp_commands.add_parser(
+        "serve", help="expose the toolchain as an MCP server (stdio, or Streamable HTTP)",
+        description="Serve the toolchain to MCP clients over stdio (default) or Streamable "
+                    "HTTP. Each client session gets its own shell, interpreter and state. "
+                    "Calls that need confirmation ask the client (MCP elicitation) where it "
+                    "can; otherwise only read-only calls run, or every call with -y.")
+    _add_tool_options(serve, None)
+    serve.add_argument("--http", metavar="HOST:PORT",
+                       help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+                            "(a bare PORT binds 127.0.0.1)")
+    serve.add_argument("--token-env", metavar="VAR",
+                       help="require 'Authorization: Bearer <token>' over HTTP, the token "
+                            "read from environment variable VAR")
+    serve.set_defaults(handler="fencecall.cli.serve_cmd:run")
 
     listing = commands.add_parser("list", help="list saved conversations")
     listing.set_defaults(handler="fencecall.cli.chat_cmd:list_conversations")

@@ -57,6 +57,8 @@ def _resumed(args: argparse.Namespace, config: Config) -> Conversation | None:
         args.workspace = Path(saved["workspace"])
     if not args.root and saved.get("roots"):
         args.root = [Path(root) for root in saved["roots"]]
+    if not args.mcp and saved.get("mcp"):
+        args.mcp = list(saved["mcp"])
     return conversation
 
 
@@ -76,7 +78,7 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
     conversation.remember({
         "model": chosen, "format": session.format.name, "tools": args.tools,
         "workspace": str(session.workspace), "roots": [str(r) for r in session.roots[1:]],
-        "sandbox": str(args.sandbox or config.sandbox),
+        "sandbox": str(args.sandbox or config.sandbox), "mcp": list(args.mcp),
         "network": bool(args.network or config.network)})
     return Agent(provider, model, session, conversation,
                  max_steps=args.max_steps or config.max_steps,

@@ -5,15 +5,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import Config
+from ..errors import UserError
 from ..execution import Session
 from ..parsing import FormatLike
-from ..secrecy import scrub_own_environ
+from ..secrecy import scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, Toolchain
-from ..tools.runtime.sandbox import choose_sandbox
+from ..tools.mcp import DeclarationError, from_command_line
+from ..tools.runtime.sandbox import Sandbox, choose_sandbox
+from .visible import visible
+
+if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
 
 
 def workspace_of(args: argparse.Namespace) -> Path:
@@ -22,25 +31,62 @@ def workspace_of(args: argparse.Namespace) -> Path:
     return workspace.resolve()
 
 
-def toolchain_of(args: argparse.Namespace, workspace: Path,
-                 default: Sequence[str] | None = None,
-                 packages: Sequence[str] = ()) -> Toolchain:
-    """The tools ``--tools`` names (comma-separated), else ``default`` (None: all), from the
-    built-ins, plugins and the configured tool ``packages``."""
-    allowlist = default
+def allowlist_of(args: argparse.Namespace,
+                 default: Sequence[str] | None = None) -> Sequence[str] | None:
+    """The tools ``--tools`` names (comma-separated), else ``default`` (None: all)."""
     if args.tools:
-        allowlist = [entry.strip() for entry in args.tools.split(",") if entry.strip()]
-    return Toolchain.build(allowlist, root=workspace, packages=packages)
+        return [entry.strip() for entry in args.tools.split(",") if entry.strip()]
+    return default
 
 
-def session_of(args: argparse.Namespace, config: Config, confirm: ConfirmFunc,
-               fmt: FormatLike, tools: Sequence[str] | None = None) -> Session:
-    """The session the options and the configuration describe.
+def mcp_servers_of(args: argparse.Namespace, config: Config, workspace: Path,
+                   secrets: Iterable[str]) -> McpServers:
+    """The configured MCP servers, with those of ``--mcp NAME=COMMAND`` (which replace a
+    configured one of the same name). Their processes get the environment tools get."""
+    declared = {server.name: server for server in config.mcp_servers}
+    for text in getattr(args, "mcp", None) or ():
+        try:
+            server = from_command_line(text)
+        except DeclarationError as err:
+            raise UserError(str(err)) from None
+        declared[server.name] = server
+    from ..tools.mcp.servers import McpServers
 
-    The secrets' values are taken out of this process's environment block first (they stay
+    env = tool_environment(os.environ, config.pass_env, secret_names=secrets)
+    return McpServers(declared.values(), env=env, cwd=workspace,
+                      cache_dir=config.home / "mcp-tools")
+
+
+def toolchain_of(args: argparse.Namespace, workspace: Path, config: Config,
+                 servers: McpServers, default: Sequence[str] | None = None) -> Toolchain:
+    """The tools the options select from the built-ins, plugins, the configured tool
+    packages and the MCP servers."""
+    allowlist = allowlist_of(args, default)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            extra = servers.tools(allowlist) if servers else []
+            return Toolchain.build(allowlist, root=workspace, packages=config.tool_packages,
+                                   extra=extra)
+        finally:  # also before an error: a server that failed to start says why
+            for warning in caught:
+                print(visible(str(warning.message)), file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Where a session runs and what it may not leak: the secrets (by variable name, their
+    values now gone from this process's environment block), the workspace and the sandbox."""
+
+    secrets: dict[str, str]
+    workspace: Path
+    sandbox: Sandbox
+
+
+def setting_of(args: argparse.Namespace, config: Config) -> Setting:
+    """The secrets' values are taken out of this process's environment block first (they stay
     in memory for the providers), so no tool can read them back through ``/proc``. Where the
-    sandbox cannot run, the fallback is said once on stderr.
-    """
+    sandbox cannot run, the fallback is said once on stderr."""
     secrets = config.secret_values(os.environ)
     scrub_own_environ(secrets)
     workspace = workspace_of(args)
@@ -49,7 +95,19 @@ def session_of(args: argparse.Namespace, config: Config, confirm: ConfirmFunc,
                                       network=args.network or config.network)
     if warning:
         print(f"fencecall: warning: {warning}", file=sys.stderr)
-    return Session(toolchain_of(args, workspace, tools, config.tool_packages),
-                   workspace=workspace, confirm=confirm,
-                   fmt=fmt, extra_roots=args.root, sandbox=sandbox, pass_env=config.pass_env,
-                   secrets=secrets)
+    return Setting(secrets, workspace, sandbox)
+
+
+def session_of(args: argparse.Namespace, config: Config, confirm: ConfirmFunc,
+               fmt: FormatLike, tools: Sequence[str] | None = None) -> Session:
+    """The session the options and the configuration describe (see :func:`setting_of`)."""
+    setting = setting_of(args, config)
+    servers = mcp_servers_of(args, config, setting.workspace, setting.secrets)
+    try:
+        chain = toolchain_of(args, setting.workspace, config, servers, tools)
+    except BaseException:
+        servers.close()
+        raise
+    return Session(chain, workspace=setting.workspace, confirm=confirm, fmt=fmt,
+                   extra_roots=args.root, sandbox=setting.sandbox, pass_env=config.pass_env,
+                   secrets=setting.secrets, mcp_servers=servers)

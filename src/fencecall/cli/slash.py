@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..agent import Agent
 from ..agent.stats import collect
 from .display import Display
+from .tools_cmd import server_lines
 from .visible import visible_text
 
 
@@ -60,6 +61,16 @@ def _usage(agent: Agent, display: Display, arg: str) -> None:
          f"conversation {agent.conversation.name}")
 
 
+def _mcp(agent: Agent, display: Display, arg: str) -> None:
+    servers = agent.session.mcp_servers
+    if not servers:
+        display.console.print("No MCP servers are configured ([mcp.servers.NAME] in the "
+                              "config file, or --mcp NAME=COMMAND).", markup=False)
+        return
+    for line in server_lines(servers):
+        display.console.print(visible_text(line))
+
+
 def _exit(agent: Agent, display: Display, arg: str) -> None:
     raise ExitChat
 
@@ -69,6 +80,7 @@ COMMANDS: dict[str, Slash] = {
     "tools": Slash("list the loaded tools", _tools),
     "undo": Slash("remove the last N messages (default 1)", _undo),
     "log": Slash("show the conversation so far", _log),
+    "mcp": Slash("the MCP servers and their state", _mcp),
     "usage": Slash("tools' failures and durations, tokens and cost so far", _usage),
     "exit": Slash("leave the chat (also /quit, Ctrl-D)", _exit),
     "quit": Slash("leave the chat", _exit),

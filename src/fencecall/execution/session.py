@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..message import Message
 from ..parsing import (
@@ -32,6 +32,9 @@ from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, Toolchain
 from ..tools.events import SESSION_END, SESSION_START, SessionEvent
 from ..tools.runtime.sandbox import Sandbox, SandboxPolicy, choose_sandbox
 from ..tools.runtime.scratch import make_scratch, remove_stale_once
+
+if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
 from .confirm import auto_no
 from .pipeline import execute_calls
 
@@ -47,7 +50,8 @@ class Session:
     a policy falls back to ``off`` with a warning. Tool processes see only the allow-listed
     environment plus ``pass_env`` (names or globs); the values of ``secrets`` (name → value)
     never reach them and are redacted from every result. Resources created through
-    :meth:`resource` are closed by :meth:`close`.
+    :meth:`resource` are closed by :meth:`close`, and so are ``mcp_servers`` (the MCP
+    servers whose tools the toolchain holds) when given.
     """
 
     def __init__(self, toolchain: Toolchain, *, workspace: Path | str | None = None,
@@ -55,7 +59,8 @@ class Session:
                  extra_roots: Sequence[Path | str] = (), hooks: HookRegistry | None = None,
                  sandbox: Sandbox | SandboxPolicy | str = SandboxPolicy.WORKSPACE_WRITE,
                  network: bool = False, pass_env: Iterable[str] = (),
-                 secrets: Mapping[str, str] | None = None):
+                 secrets: Mapping[str, str] | None = None,
+                 mcp_servers: McpServers | None = None):
         remove_stale_once()
         self.toolchain = toolchain
         self._workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
@@ -79,6 +84,7 @@ class Session:
         self._pass_env = tuple(pass_env)
         self._secrets = dict(secrets or {})
         self.redact = Redactor(self._secrets)
+        self.mcp_servers = mcp_servers
         self._resources: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
@@ -166,6 +172,8 @@ class Session:
         self._hooks.run(SESSION_END, SessionEvent(self))
         for value in resources:
             _close(value)
+        if self.mcp_servers is not None:
+            self.mcp_servers.close()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
 

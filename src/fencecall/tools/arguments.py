@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from ..errors import ToolError
 
-ParamType = Literal["string", "integer", "number", "boolean", "array", "object"]
+ParamType = Literal["string", "integer", "number", "boolean", "array", "object", "any"]
+"""``any`` is for parameters whose JSON schema allows more than one type (an MCP tool's, say):
+text that reads as JSON is taken as JSON, other text as a string."""
 _TRUE = frozenset({"true", "yes", "y", "1", "on"})
 _FALSE = frozenset({"false", "no", "n", "0", "off"})
 
@@ -33,8 +35,12 @@ class Parameter:
     required: bool = True
     enum: tuple[Any, ...] | None = None
     default: Any = None
+    schema: Mapping[str, Any] | None = None
+    """The parameter's JSON schema as its source wrote it (an MCP server's), reported as is."""
 
     def json_schema(self) -> dict[str, Any]:
+        if self.schema is not None:
+            return dict(self.schema)
         schema: dict[str, Any] = {"type": self.type}
         if self.description:
             schema["description"] = self.description
@@ -59,11 +65,18 @@ class Parameter:
 
 _ARTICLE = {"string": "a string", "integer": "an integer", "number": "a number",
             "boolean": "a boolean (true/false)", "array": "a JSON array",
-            "object": "a JSON object"}
+            "object": "a JSON object", "any": "a JSON value"}
 _INVALID = object()
 
 
 def _convert(kind: ParamType, value: Any) -> Any:
+    if kind == "any":
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return value
     if kind == "string":
         return value if isinstance(value, str) else _INVALID
     if isinstance(value, str):
@@ -91,16 +104,19 @@ def _convert(kind: ParamType, value: Any) -> Any:
     return value if isinstance(value, dict) else _INVALID
 
 
-def validate(tool: str, parameters: Sequence[Parameter],
-             given: Mapping[str, Any]) -> dict[str, Any]:
-    """Check ``given`` against ``parameters``; return the converted arguments with defaults."""
+def validate(tool: str, parameters: Sequence[Parameter], given: Mapping[str, Any], *,
+             allow_unknown: bool = False) -> dict[str, Any]:
+    """Check ``given`` against ``parameters``; return the converted arguments with defaults.
+
+    ``allow_unknown`` passes other arguments through unchanged, for tools whose own schema
+    decides about them."""
     known = {p.name: p for p in parameters}
     unknown = sorted(set(given) - set(known))
-    if unknown:
+    if unknown and not allow_unknown:
         allowed = ", ".join(known) or "none"
         raise ArgumentError(f"{tool}: unknown argument(s) {', '.join(map(repr, unknown))}; "
                             f"allowed: {allowed}")
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {name: given[name] for name in unknown}
     missing = []
     for param in parameters:
         if param.name in given:
@@ -112,3 +128,21 @@ def validate(tool: str, parameters: Sequence[Parameter],
     if missing:
         raise ArgumentError(f"{tool}: missing required argument(s): {', '.join(missing)}")
     return result
+
+
+def check_schema(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+    """Check ``arguments`` against a JSON schema a tool's source gave; the model is told each
+    problem (at most three) with its place. A schema that is itself invalid is left to the
+    tool's source to apply."""
+    import jsonschema  # a dependency of the MCP SDK; only tools that bring a schema need it
+
+    try:
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
+    except jsonschema.SchemaError:
+        return
+    if errors:
+        problems = "; ".join(
+            f"{'/'.join(map(str, error.path)) or 'arguments'}: {error.message}"
+            for error in errors[:3])
+        raise ArgumentError(f"{tool}: invalid arguments: {problems}")

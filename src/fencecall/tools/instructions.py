@@ -61,7 +61,8 @@ def tool_instructions(spec: ToolSpec, fmt: FormatLike, lookup: Lookup | None = N
     body = spec.instructions_format.get(target.name) or spec.instructions
     if body:
         parts.append(body)
-    if not target.native and spec.parameters:  # native formats send the schema itself
+    if not target.native and spec.parameters and spec.schema is None:
+        # native formats send the schema itself; a tool with its own schema describes it
         signature = ", ".join(f"{p.name}: {p.type}" + ("" if p.required else "?")
                               for p in spec.parameters)
         parts.append(f"Arguments: {signature}.")

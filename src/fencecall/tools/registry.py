@@ -71,16 +71,19 @@ class Toolchain:
     @classmethod
     def build(cls, allowlist: Sequence[str] | None = None, *,
               catalogue: Iterable[ToolSpec] | None = None,
-              root: Path | None = None, packages: Sequence[str] = ()) -> Toolchain:
+              root: Path | None = None, packages: Sequence[str] = (),
+              extra: Iterable[ToolSpec] = ()) -> Toolchain:
         """Select and initialise tools.
 
         ``catalogue`` defaults to the built-in tools plus installed plugins; ``packages`` adds
-        the tools of those packages and their modules. File entries are
+        the tools of those packages and their modules, ``extra`` more tools (an MCP
+        server's, say). File entries are
         loaded with :func:`load_from_file`; relative ones are resolved against ``root`` (the
         workspace) and must stay inside it.
         """
         known = list(builtin_tools()) + plugin_tools() if catalogue is None else list(catalogue)
         known += package_tools(packages)
+        known += extra
         chosen: dict[str, ToolSpec] = {}
         if allowlist is None:
             for spec in known:

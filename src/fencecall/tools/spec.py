@@ -18,7 +18,7 @@ from typing import Any, Literal, Union
 from ..message import Message
 from ..parsing import FormatLike, ToolCall, get_format
 from ..parsing.xmlcalls import NAME
-from .arguments import ArgumentError, Parameter, ParamType, validate
+from .arguments import ArgumentError, Parameter, ParamType, check_schema, validate
 from .context import ConfirmRequest, ToolContext
 from .hooks import Hook
 
@@ -100,6 +100,13 @@ class ToolSpec:
     preview: Callable[[ToolInvocation], str | None] | None = None
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Functions this tool makes callable from code run by the python tool."""
+    schema: Mapping[str, Any] | None = None
+    """The arguments' complete JSON schema where the tool's source gives one (an MCP server's
+    ``inputSchema``): providers are sent it as is, and bound arguments are checked against it."""
+    json_content: bool = False
+    """A code block's body is a JSON object holding all the arguments (tools with structured
+    parameters, such as MCP tools). With a ``content_param`` too, a body that is not such an
+    object is that parameter's text."""
 
     def __post_init__(self) -> None:
         if not _NAME_RE.fullmatch(self.name):
@@ -137,11 +144,16 @@ class ToolSpec:
 
     def bind(self, argline: str, content: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         """Turn a call as written into validated, typed named arguments."""
-        if not self.parameters:
-            if kwargs:
-                raise ArgumentError(f"{self.name}: takes no named arguments")
-            return {}
         given = dict(kwargs)
+        if self.json_content:
+            given = self._json_arguments(content, given)
+            content = ""
+        if not self.parameters and self.schema is None:
+            if given:
+                raise ArgumentError(f"{self.name}: takes no named arguments")
+            if content.strip():
+                raise ArgumentError(f"{self.name}: takes no block content")
+            return {}
         if self.content_param is not None:
             if self.content_param in given:
                 if content:
@@ -158,7 +170,32 @@ class ToolSpec:
                 given[self.argline_param] = argline
             else:
                 self._bind_positional(argline.split(), given)
-        return validate(self.name, self.parameters, given)
+        bound = validate(self.name, self.parameters, given, allow_unknown=self.schema is not None)
+        if self.schema is not None:
+            check_schema(self.name, self.schema, bound)
+        return bound
+
+    def _json_arguments(self, content: str, given: dict[str, Any]) -> dict[str, Any]:
+        if not content.strip():
+            return given
+        try:
+            value = json.loads(content)
+        except ValueError as err:
+            value = err
+        if self.content_param is not None:
+            names = {p.name for p in self.parameters}
+            if not (isinstance(value, dict) and value and set(value) <= names):
+                return {**given, self.content_param: content}
+        if given:
+            raise ArgumentError(f"{self.name}: give the arguments either as named arguments or "
+                                "as the JSON object in the body, not both")
+        if isinstance(value, ValueError):
+            raise ArgumentError(f"{self.name}: the block's body must be a JSON object of "
+                                f"arguments ({value})") from None
+        if not isinstance(value, dict):
+            raise ArgumentError(f"{self.name}: the block's body must be a JSON object of "
+                                f"arguments, not {type(value).__name__}")
+        return value
 
     def _positional(self) -> list[Parameter]:
         return [p for p in self.parameters if p.name != self.content_param]
@@ -175,6 +212,11 @@ class ToolSpec:
     def unbind(self, kwargs: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
         """Split named arguments into (argline, content, the rest) for block-style formats."""
         rest = dict(kwargs)
+        if self.json_content:
+            text = rest.get(self.content_param or "")
+            if set(rest) == {self.content_param} and isinstance(text, str):
+                return "", text, {}
+            return "", json.dumps(rest, ensure_ascii=False) if rest else "", {}
         content = ""
         if self.content_param is not None and isinstance(rest.get(self.content_param), str):
             content = rest.pop(self.content_param)
@@ -196,6 +238,8 @@ class ToolSpec:
     # -- schemas -------------------------------------------------------------------------
 
     def json_schema(self) -> dict[str, Any]:
+        if self.schema is not None:
+            return dict(self.schema)
         return {
             "type": "object",
             "properties": {p.name: p.json_schema() for p in self.parameters},

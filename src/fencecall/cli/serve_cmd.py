@@ -1,0 +1,67 @@
+"""``fencecall mcp serve``: the toolchain as an MCP server, over stdio or Streamable HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..config import load_config
+from ..errors import UserError
+from ..execution import Session
+from ..execution.confirm import auto_no, auto_yes
+from ..serve import ToolServer, serve_http, serve_stdio
+from ..tools import ConfirmFunc
+from .options import mcp_servers_of, setting_of, toolchain_of
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config()
+    token = _token(args)
+    address = _address(args.http) if args.http else None
+    setting = setting_of(args, config)
+    workspace = setting.workspace
+    servers = mcp_servers_of(args, config, workspace, setting.secrets)
+    with servers:
+        chain = toolchain_of(args, workspace, config, servers, config.tools)
+
+        def make_session(confirm: ConfirmFunc) -> Session:
+            return Session(chain, workspace=workspace, confirm=confirm,
+                           extra_roots=args.root, sandbox=setting.sandbox,
+                           pass_env=config.pass_env, secrets=setting.secrets)
+
+        tool_server = ToolServer(chain, make_session, fallback=auto_yes if args.yes else auto_no,
+                                 one_client=address is None)
+        if address is None:
+            serve_stdio(tool_server)
+            return 0
+        host, port = address
+
+        def ready(bound: int) -> None:
+            print(f"fencecall: serving {len(chain.tools)} tools at http://{host}:{bound}/mcp",
+                  file=sys.stderr, flush=True)
+
+        serve_http(tool_server, host, port, token, ready=ready)
+    return 0
+
+
+def _token(args: argparse.Namespace) -> str | None:
+    if args.token_env is None:
+        return None
+    if args.http is None:
+        raise UserError("--token-env applies to --http only (stdio has no requests to check)")
+    token = os.environ.get(args.token_env)
+    if not token:
+        raise UserError(f"--token-env {args.token_env}: that variable is not set or empty")
+    return token
+
+
+def _address(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[V6]:PORT`` or a bare ``PORT`` (127.0.0.1)."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UserError(f"--http {text!r}: write HOST:PORT or PORT")
+    return host, int(port)

@@ -1,0 +1,84 @@
+"""``fencecall tools``: the toolchain a session would get, and why a known tool is missing."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterator, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from ..config import load_config
+from ..tools import Toolchain, ToolSpec, builtin_tools, plugin_tools
+from ..tools.loading import package_tools
+from ..tools.mcp.servers import McpServers, ServerState
+from .options import allowlist_of, mcp_servers_of, toolchain_of, workspace_of
+from .visible import visible_text
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config()
+    workspace = workspace_of(args)
+    console = Console(highlight=False)
+    with mcp_servers_of(args, config, workspace, config.secret_values(os.environ)) as servers:
+        chain = toolchain_of(args, workspace, config, servers, config.tools)
+        allowlist = allowlist_of(args, config.tools)
+        table = Table("tool", "from", "hints", "loaded", box=None, pad_edge=False)
+        for spec, source, reason in _rows(chain, servers, config.tool_packages, allowlist):
+            hints = ", ".join(sorted(h for h in spec.hints if not h.startswith("mcp")))
+            table.add_row(visible_text(spec.name), visible_text(source), hints,
+                          visible_text(reason or "yes"))
+        console.print(table)
+        if servers:
+            console.print()
+            for line in server_lines(servers):
+                console.print(visible_text(line))
+    return 0
+
+
+def _rows(chain: Toolchain, servers: McpServers, packages: Sequence[str],
+          allowlist: Sequence[str] | None) -> Iterator[tuple[ToolSpec, str, str | None]]:
+    """Each tool known here: where it comes from, and why it is not loaded (None if it is)."""
+    sources: list[tuple[str, list[ToolSpec]]] = [
+        ("built-in", list(builtin_tools())), ("plugin", plugin_tools()),
+        ("package", package_tools(packages)),
+        *((f"mcp server {state.config.name}", list(state.tools)) for state in servers.states)]
+    seen: set[str] = set()
+    for source, specs in sources:
+        for spec in specs:
+            if spec.name in seen:
+                continue
+            seen.add(spec.name)
+            yield spec, source, None if chain.get(spec.name) is spec or spec.name in \
+                chain.names() else _why_missing(spec, allowlist)
+
+
+def _why_missing(spec: ToolSpec, allowlist: Sequence[str] | None) -> str:
+    if not spec.is_available():
+        return "no: not available here"
+    if spec.disabled_by_default and (allowlist is None or spec.name not in allowlist):
+        return "no: off by default; name it in --tools"
+    return "no: not in the tool allowlist"
+
+
+def server_lines(servers: McpServers) -> Iterator[str]:
+    """One line per declared MCP server: how it is reached and its state."""
+    for state in servers.states:
+        yield f"mcp server {state.config.name} ({state.config.transport}: " \
+              f"{state.config.describe()}): {_state(state)}"
+
+
+def _state(state: ServerState) -> str:
+    if state.error is not None:
+        return f"failed: {state.error}"
+    if state.listed_from is None:
+        return "not started (the tool allowlist selects none of its tools)"
+    parts = [f"{len(state.tools)} tools (listed from "
+             f"{'the cache' if state.listed_from == 'cache' else 'the server'})"]
+    parts.append(f"{state.sessions} session(s) connected")
+    if state.restarts:
+        parts.append(f"restarted {state.restarts} time(s)")
+    if state.stray_lines:
+        parts.append(f"{state.stray_lines} stray stdout line(s) ignored")
+    return ", ".join(parts)

@@ -1,0 +1,214 @@
+"""A live MCP client session with one server, driven from synchronous code.
+
+fencecall's tools run synchronously; the MCP SDK is asynchronous. Each connection runs the
+SDK's client on an event loop in its own thread, so connections (one per server per
+session) never share state, and a stuck server holds up only its own thread. The server's
+stderr goes to an anonymous file, not the terminal, and its last lines are quoted when it
+fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from ...errors import ToolError
+from .declaration import McpServerConfig
+
+logging.getLogger("mcp").addHandler(logging.NullHandler())  # SDK tracebacks stay off the screen
+STDERR_TAIL = 2_000
+CLOSE_TIMEOUT = 10.0
+"""Closing waits for the SDK's own bounded shutdown (stdin closed, then SIGTERM, SIGKILL)."""
+
+
+class McpServerError(ToolError):
+    """The server could not start, broke the connection, or did not answer in time."""
+
+
+class McpConnection:
+    """One client session with ``config``'s server: :meth:`start`, :meth:`call`, :meth:`close`.
+
+    ``env`` is the whole environment of a stdio server's process (the allow-listed one
+    fencecall gives tools, plus the declaration's ``env``); ``cwd`` its folder when the
+    declaration names none.
+    """
+
+    def __init__(self, config: McpServerConfig, env: Mapping[str, str], cwd: Path):
+        self.config = config
+        self._env = dict(env)
+        self._cwd = Path(config.cwd).expanduser() if config.cwd else cwd
+        self._stderr = tempfile.TemporaryFile("w+b")  # noqa: SIM115 (closed in close())
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._main: asyncio.Task[None] | None = None
+        self._client: Any = None
+        self._ready: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
+        self._finished = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stop: asyncio.Event | None = None
+        self.stray_lines = 0
+        """Lines on the server's stdout that were not MCP messages (ignored)."""
+        self.error: str | None = None
+        """Why the connection ended, once it has (None while it lives or after close)."""
+        self._closing = False
+
+    # -- life ----------------------------------------------------------------------------
+
+    def start(self) -> list[Any]:
+        """Start the server, shake hands, and return its tools (``mcp.types.Tool``)."""
+        self._thread = threading.Thread(target=self._run, name=f"mcp-{self.config.name}",
+                                        daemon=True)
+        self._thread.start()
+        try:
+            return self._ready.result(self.config.start_timeout)
+        except concurrent.futures.TimeoutError:
+            self.close()
+            raise McpServerError(self._failure(
+                f"did not start within {self.config.start_timeout:g} s")) from None
+        except McpServerError:
+            self.close()
+            raise
+
+    @property
+    def alive(self) -> bool:
+        return self._ready.done() and self.error is None and not self._finished.is_set()
+
+    def close(self) -> None:
+        """End the session and the server's process; safe to call twice, from any thread."""
+        self._closing = True
+        loop, main = self._loop, self._main
+        if loop is not None and main is not None and not self._finished.is_set():
+            with contextlib.suppress(RuntimeError):  # the loop has already closed
+                loop.call_soon_threadsafe(main.cancel)
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(CLOSE_TIMEOUT)
+        if self._finished.is_set():
+            self._stderr.close()
+
+    def stderr_tail(self) -> str:
+        """The end of what the server wrote to stderr."""
+        if self._stderr.closed:
+            return ""
+        fd = self._stderr.fileno()
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, STDERR_TAIL, max(0, size - STDERR_TAIL))
+        text = data.decode("utf-8", "replace")
+        return text[text.find("\n") + 1:] if size > STDERR_TAIL else text
+
+    # -- calls ---------------------------------------------------------------------------
+
+    def call(self, tool: str, arguments: Mapping[str, Any], timeout: float) -> Any:
+        """Call ``tool`` and return its ``CallToolResult``; :class:`McpServerError` when the
+        server fails or takes longer than ``timeout`` seconds (the call is then cancelled)."""
+        if not self.alive or self._loop is None:
+            raise McpServerError(self._failure(self.error or "is not running"))
+        future = asyncio.run_coroutine_threadsafe(
+            self._client.call_tool(tool, dict(arguments)), self._loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise McpServerError(f"MCP server {self.config.name!r}: {tool} did not answer "
+                                 f"within {timeout:g} s; the call was cancelled") from None
+        except concurrent.futures.CancelledError:
+            raise McpServerError(self._failure(self.error or "closed")) from None
+        except Exception as err:
+            if self._finished.wait(0.5) or _connection_lost(err):
+                self.error = self.error or "closed the connection (it exited or crashed)"
+                raise McpServerError(self._failure(self.error)) from None
+            raise McpServerError(f"MCP server {self.config.name!r}: {tool} failed: "
+                                 f"{type(err).__name__}: {err}") from None
+
+    def _failure(self, what: str) -> str:
+        tail = self.stderr_tail().strip()
+        where = f"MCP server {self.config.name!r} ({self.config.describe()}) {what}."
+        return f"{where}\nIts last stderr lines:\n{tail}" if tail else where
+
+    # -- the event loop thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        finally:
+            self._finished.set()
+            if not self._ready.done():
+                self._ready.set_exception(McpServerError(self._failure(
+                    self.error or "stopped before it was ready")))
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._main = asyncio.current_task()
+        self._stop = asyncio.Event()
+        try:
+            async with AsyncExitStack() as stack:
+                self._client = await stack.enter_async_context(self._make_client(stack))
+                tools = await self._list_tools()
+                self._ready.set_result(tools)
+                await self._stop.wait()
+        except asyncio.CancelledError:
+            if not self._closing:
+                self.error = "was stopped"
+        except Exception as err:
+            self.error = _describe(err)
+        finally:
+            if not self._closing and self.error is None:
+                self.error = "closed the connection (it exited or crashed)"
+
+    def _make_client(self, stack: AsyncExitStack) -> Any:
+        from mcp.client.stdio import stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        from mcp import Client, StdioServerParameters
+
+        config = self.config
+        if config.url is not None:
+            import httpx2
+
+            http = httpx2.AsyncClient(headers=dict(config.headers),
+                                      timeout=httpx2.Timeout(30.0, read=300.0))
+            stack.push_async_callback(http.aclose)
+            transport = streamable_http_client(config.url, http_client=http)
+        else:
+            assert config.command is not None
+            params = StdioServerParameters(command=config.command, args=list(config.args),
+                                           env={**self._env, **config.env}, cwd=self._cwd)
+            transport = stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]
+        return Client(transport, message_handler=self._on_message)
+
+    async def _list_tools(self) -> list[Any]:
+        tools: list[Any] = []
+        cursor: str | None = None
+        for _ in range(100):  # a paginator that never ends cannot hang the start
+            page = await self._client.list_tools(cursor=cursor)
+            tools += page.tools
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            self.stray_lines += 1
+
+
+def _connection_lost(err: Exception) -> bool:
+    return "connection closed" in str(err).lower()
+
+
+def _describe(err: BaseException) -> str:
+    """A failure in a few words; exception groups (from the SDK's task groups) unwrapped."""
+    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
+        err = err.exceptions[0]
+    if isinstance(err, BaseExceptionGroup):
+        return "failed: " + "; ".join(_describe(e) for e in err.exceptions)
+    if isinstance(err, FileNotFoundError):
+        return f"could not start: {err.strerror}: {err.filename}"
+    return f"failed: {type(err).__name__}: {err}"

@@ -1,0 +1,93 @@
+"""Real MCP servers for the tests: the misbehaving test server, and the reference servers
+``mcp-server-time`` and ``mcp-server-git`` from PyPI, each a real process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fencecall.execution import Session
+from fencecall.execution.confirm import auto_yes
+from fencecall.tools import Toolchain
+from fencecall.tools.mcp import McpServerConfig, McpServers
+
+FLAKY = Path(__file__).with_name("flaky_server.py")
+
+
+def flaky(name: str = "flaky", **options: object) -> McpServerConfig:
+    return McpServerConfig(name, command=sys.executable, args=(str(FLAKY), "--noisy"),
+                           **options)  # type: ignore[arg-type]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on {port}")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split()[2] == "Z")
+
+
+@pytest.fixture
+def servers(tmp_path: Path, workspace: Path) -> Iterator[McpServers]:
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    with McpServers([flaky(call_timeout=2.0)], env=env, cwd=workspace,
+                    cache_dir=tmp_path / "cache") as found:
+        yield found
+
+
+def session_with(servers: McpServers, workspace: Path, allowlist: list[str] | None = None,
+                 **options: object) -> Session:
+    chain = Toolchain.build(allowlist or ["flaky.*"], extra=servers.tools(allowlist or None),
+                            catalogue=[])
+    return Session(chain, workspace=workspace, sandbox="off",
+                   confirm=options.pop("confirm", auto_yes), **options)  # type: ignore[arg-type]
+
+
+@contextmanager
+def serving(command: list[str], port: int, **options: Any) -> Iterator[str]:
+    """A server process listening on 127.0.0.1:``port``, ended afterwards; its MCP URL."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, **options)
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+@pytest.fixture
+def http_flaky() -> Iterator[str]:
+    """The test server over Streamable HTTP on 127.0.0.1; its URL."""
+    port = free_port()
+    with serving([sys.executable, str(FLAKY), "--http", str(port)], port,
+                 stderr=subprocess.DEVNULL) as url:
+        yield url
