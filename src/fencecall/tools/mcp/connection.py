@@ -163,10 +163,9 @@ class McpConnection:
                 self.error = "closed the connection (it exited or crashed)"
 
     def _make_client(self, stack: AsyncExitStack) -> Any:
+        from mcp import Client, StdioServerParameters
         from mcp.client.stdio import stdio_client
         from mcp.client.streamable_http import streamable_http_client
-
-        from mcp import Client, StdioServerParameters
 
         config = self.config
         if config.url is not None:
