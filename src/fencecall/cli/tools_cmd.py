@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Iterator, Sequence
 
 from rich.console import Console
@@ -20,7 +21,8 @@ from .visible import visible_text
 def run(args: argparse.Namespace) -> int:
     config = load_config()
     workspace = workspace_of(args)
-    console = Console(highlight=False)
+    # piped output is for reading by programs and grep: one line per tool, never wrapped
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 10_000)
     with mcp_servers_of(args, config, workspace, config.secret_values(os.environ)) as servers:
         chain = toolchain_of(args, workspace, config, servers, config.tools)
         allowlist = allowlist_of(args, config.tools)
