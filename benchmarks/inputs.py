@@ -62,6 +62,62 @@ def nested_fences(size: int, seed: int = 0) -> str:
         f"```python\nprint({rng.randint(0, 99)})\n```\n\n{_sentence(rng)}\n```"), seed)
 
 
+def _code_line(rng: random.Random) -> str:
+    name = rng.choice(_WORDS)
+    return rng.choice((f"    {name} = compute({rng.randint(0, 99)}, key=\"{name}\")",
+                       f"    if {name} < limit:", f"        return {name}.strip()",
+                       f"    # {_sentence(rng)[:50]}",
+                       f"    items.append({name}[{rng.randint(0, 9)}])"))
+
+
+def _realistic_part(n: int, rng: random.Random) -> str:
+    kind = rng.choices(("prose", "list", "shell", "ipython", "save", "patch", "document"),
+                       (40, 15, 15, 10, 8, 7, 5))[0]
+    if kind == "prose":
+        text = " ".join(_sentence(rng) for _ in range(rng.randint(1, 4)))
+        return text.replace(" file ", " `src/app.py` ", 1)
+    if kind == "list":
+        bullet = rng.choice(("- ", "1. ", "* "))
+        return "\n".join(bullet + _sentence(rng) for _ in range(rng.randint(3, 6)))
+    if kind == "shell":
+        commands = ("ls -la src/", "grep -rn TODO .", "pytest -q tests/", "git diff --stat",
+                    "cat pyproject.toml | head -20")
+        return "```shell\n" + "\n".join(rng.sample(commands, rng.randint(1, 3))) + "\n```"
+    lines = "\n".join(_code_line(rng) for _ in range(rng.randint(5, 25)))
+    if kind == "ipython":
+        return f"```ipython\ndef step_{n}(items, limit):\n{lines}\n```"
+    if kind == "save":
+        return f"```save src/module_{n}.py\ndef step_{n}(items, limit):\n{lines}\n```"
+    if kind == "patch":
+        return (f"```patch src/module_{n}.py\n<<<<<<< ORIGINAL\n{lines}\n=======\n"
+                f"{lines.replace('compute', 'compute_fast')}\n>>>>>>> UPDATED\n```")
+    return (f"````save docs/page_{n}.md\n# Page {n}\n\n{_sentence(rng)}\n\n```shell\n"
+            f"pip install fencecall\n```\n\n{_sentence(rng)}\n\n```python\n"
+            f"print({rng.randint(0, 99)})\n```\n````")
+
+
+def realistic_reply(size: int, seed: int = 0) -> str:
+    """What an agent writes: prose, lists, inline code, shell, ipython, save and patch
+    blocks, and markdown documents holding fenced examples (behind a longer fence)."""
+    return _join_until(size, "\n\n", _realistic_part, seed)
+
+
+def reply_ending_in_a_call(size: int, seed: int = 0) -> str:
+    """A realistic reply whose blocks are all plain ``text``, then one shell call at the
+    end: what an agent loop streams until its first call."""
+    body = realistic_reply(size, seed)
+    for lang in ("shell", "ipython", "save", "patch"):
+        body = body.replace("```" + lang, "```text")
+    return body + "\n\nNow run it:\n\n```shell\necho done\n```\n"
+
+
+def many_cdata_sections(size: int, seed: int = 0) -> str:
+    """One ``<tool-use>`` call whose body is many CDATA sections (each holds a closing tag)."""
+    body = _join_until(size, "\n", lambda n, rng: (
+        f"<![CDATA[line {n}: </save> {rng.randint(0, 9999)}]]>"), seed)
+    return f"Saving it.\n<tool-use>\n<save args=\"notes.txt\">\n{body}\n</save>\n</tool-use>\n"
+
+
 def _prose_with(call: Callable[[int], str], every: float, size: int, seed: int) -> str:
     def part(n: int, rng: random.Random) -> str:
         text = _sentence(rng)
@@ -160,6 +216,7 @@ def many_toolcall_calls(size: int, seed: int = 0) -> str:
 
 
 MARKDOWN_SHAPES: dict[str, Callable[[int], str]] = {
+    "realistic reply": realistic_reply,
     "prose+blocks": prose_with_blocks,
     "many small blocks": many_small_blocks,
     "one huge block": one_huge_block,
@@ -169,7 +226,7 @@ MARKDOWN_SHAPES: dict[str, Callable[[int], str]] = {
 SHAPES: dict[str, dict[str, Callable[[int], str]]] = {
     "markdown": MARKDOWN_SHAPES,
     "xml": {"prose+calls": xml_calls, "prose+plain calls": plain_xml_calls,
-            "many calls": many_xml_calls},
+            "many calls": many_xml_calls, "one call, many CDATA": many_cdata_sections},
     "tool": {"prose+calls": toolcall_calls, "many calls": many_toolcall_calls,
              "prose+blocks": prose_with_blocks},
 }

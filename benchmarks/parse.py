@@ -1,8 +1,8 @@
 """Parser throughput: whole-text and streaming MB/s per format, input shape and size.
 
-Run: ``python -m benchmarks.parse``. Streaming feeds 64-byte chunks; the last table divides
-the 1 MB streaming MB/s by the 10 KB one: near 1.0 means the cost per byte does not grow with
-the reply, i.e. streaming is linear.
+Run: ``python -m benchmarks.parse``. Medians over the same runs (see :mod:`.timing`).
+Streaming feeds 64-byte chunks; the last table divides the 1 MB streaming MB/s by the 10 KB
+one: near 1.0 means the cost per byte does not grow with the reply, i.e. streaming is linear.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import functools
 from fencecall import StreamParser, parse_calls
 
 from .inputs import OPEN_MODEL_SHAPES, SHAPES, SIZES
-from .timing import best_seconds, mb_per_s
+from .timing import compare, mb_per_s
 
 CHUNK = 64
 ALL_SHAPES = {**SHAPES, **OPEN_MODEL_SHAPES}
@@ -32,13 +32,14 @@ def measure() -> list[dict[str, object]]:
         for shape, make in shapes.items():
             for label, size in SIZES.items():
                 text = make(size)
-                whole = best_seconds(functools.partial(parse_calls, text, fmt))
-                streamed = best_seconds(functools.partial(stream, text, fmt))
+                t = compare({"whole": functools.partial(parse_calls, text, fmt),
+                             "stream": functools.partial(stream, text, fmt)}, budget=0.5)
                 calls = len(parse_calls(text, fmt))
                 assert stream(text, fmt) == calls
                 rows.append({"format": fmt, "shape": shape, "size": label, "bytes": len(text),
-                             "calls": calls, "whole_mb_s": mb_per_s(len(text), whole),
-                             "stream_mb_s": mb_per_s(len(text), streamed)})
+                             "calls": calls,
+                             "whole_mb_s": mb_per_s(len(text), t["whole"].median),
+                             "stream_mb_s": mb_per_s(len(text), t["stream"].median)})
     return rows
 
 

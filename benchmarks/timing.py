@@ -1,28 +1,47 @@
-"""Small timing helpers: best-of-N wall time, so noisy machines report their quiet runs."""
+"""Timing that a sceptic can check: cases timed in turn, the same number of runs each.
+
+Every case in a comparison runs once untimed (the warm-up, which also tells how long a run
+takes), then all cases run in rounds, one run of each per round, so that drift on a busy
+machine hits them alike. Each gets the median and the fastest of the same number of runs;
+nothing is extrapolated: every figure is a run that happened.
+"""
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 
-def best_seconds(fn: Callable[[], object], *, min_total: float = 0.2, max_runs: int = 50,
-                 slow: float = 3.0) -> float:
-    """The fastest of several runs of ``fn``; runs until ``min_total`` seconds have passed
-    (at least three runs, or one when a run takes longer than ``slow`` seconds)."""
-    best = float("inf")
-    spent = 0.0
-    runs = 0
-    while runs < 3 or (spent < min_total and runs < max_runs):
-        start = time.perf_counter()
-        fn()
-        elapsed = time.perf_counter() - start
-        best = min(best, elapsed)
-        spent += elapsed
-        runs += 1
-        if elapsed > slow:
-            break
-    return best
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Seconds: the median and the fastest of ``runs`` timed runs."""
+
+    median: float
+    min: float
+    runs: int
+
+
+def compare(cases: dict[str, Callable[[], object]], *, budget: float = 1.0, min_runs: int = 3,
+            max_runs: int = 15) -> dict[str, Timing]:
+    """Time ``cases`` against each other: a warm-up run of each, then as many rounds as fit
+    in about ``budget`` seconds (at least ``min_runs``, at most ``max_runs``)."""
+    warm = {}
+    for name, case in cases.items():
+        started = time.perf_counter()
+        case()
+        warm[name] = time.perf_counter() - started
+    per_round = sum(warm.values())
+    runs = max(min_runs, min(max_runs, int(budget / per_round) if per_round else max_runs))
+    samples: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(runs):
+        for name, case in cases.items():
+            started = time.perf_counter()
+            case()
+            samples[name].append(time.perf_counter() - started)
+    return {name: Timing(statistics.median(times), min(times), runs)
+            for name, times in samples.items()}
 
 
 def mb_per_s(size: int, seconds: float) -> float:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 import pytest
 from benchmarks import gptme_adapter, run
-from benchmarks.inputs import SHAPES
+from benchmarks.inputs import SHAPES, reply_ending_in_a_call
+from benchmarks.timing import compare
 
 from fencecall import StreamParser, parse_calls
 
@@ -21,14 +26,52 @@ def test_shapes_have_calls_and_stream_like_whole_text(fmt: str) -> None:
         assert streamed + parser.finish() == whole
 
 
+def test_compare_gives_every_case_the_same_runs() -> None:
+    timings = compare({"a": lambda: None, "b": lambda: sum(range(100))}, budget=0.01,
+                      min_runs=4, max_runs=6)
+    assert {t.runs for t in timings.values()} in ({4}, {5}, {6})
+    assert all(t.min <= t.median for t in timings.values())
+
+
+def test_sections_smoke_run_on_small_inputs() -> None:
+    rows = list(run.parse_rows({"tiny": 2_000}, budget=0.01))
+    assert len(rows) == sum(len(shapes) for shapes in SHAPES.values())
+    assert all(row["fc calls"] > 0 and row["fc/floor"] > 0 for row in rows)
+    streamed = list(run.stream_rows({"a": 2_000, "b": 4_000}, budget=0.01))
+    assert streamed[1]["x time for 2x text"] is not None
+    [chat] = run.chat_loop_rows({"tiny": 2_000}, budget=0.01)
+    assert chat["fencecall ms"] > 0
+
+
+def test_the_chat_loop_stops_at_the_first_tool_call() -> None:
+    text = reply_ending_in_a_call(3_000)
+    assert run.until_first_call(run.chunks_of(text)) == len(text)  # only the end completes it
+    assert len(text) < run.until_first_call(run.chunks_of(text + "More.\n")) <= len(text) + 8
+    assert run.MinimalConsumer().feed("a\nb") == []
+
+
+def test_results_are_written_after_every_row(tmp_path: Path) -> None:
+    results = run.Results({"python": "3"}, tmp_path / "r.json")
+    results.add("S", {"case": "a"})
+    assert json.loads((tmp_path / "r.json").read_text())["sections"] == {"S": [{"case": "a"}]}
+    results.add("S", {"case": "b"})
+    assert len(json.loads((tmp_path / "r.json").read_text())["sections"]["S"]) == 2
+
+
 def test_table_printing(capsys: pytest.CaptureFixture[str]) -> None:
     run.print_table("T", [{"case": "a", "value": 1.5, "none": None, "flag": True}])
     out = capsys.readouterr().out
     assert "## T" in out and "1.50" in out and "-" in out and "yes" in out
 
 
+def test_executables_come_from_the_running_environment() -> None:
+    assert Path(run._executable("fencecall")).parent == Path(sys.executable).parent
+
+
 def test_gptme_comparison_is_optional() -> None:
     if gptme_adapter.available():
         pytest.skip("gptme is installed here")
     assert gptme_adapter.whole_parser("markdown") is None
+    assert gptme_adapter.chat_loop_stream() is None
+    assert gptme_adapter.tool_call("shell", "true") is None
     assert gptme_adapter.version() is None

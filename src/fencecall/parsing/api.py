@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .formats import MARKDOWN, FormatLike, get_format
@@ -66,17 +67,18 @@ class StreamParser:
     plus ``finish`` equal ``parse_calls`` on the whole text.
     """
 
+    feed: Callable[[str], list[ToolCall]]
+    """``feed(chunk)``: add a chunk; return the calls it completed. (The format scanner's own
+    method: a model streams many small chunks, and each call in between costs.)"""
+
+    finish: Callable[[], list[ToolCall]]
+    """``finish()``: end the stream; return the calls completed by its end."""
+
     def __init__(self, fmt: FormatLike = MARKDOWN):
         self.format = get_format(fmt)
         self._scanner = self.format.scanner()
-
-    def feed(self, chunk: str) -> list[ToolCall]:
-        """Add a chunk; return the calls it completed."""
-        return self._scanner.feed(chunk)
-
-    def finish(self) -> list[ToolCall]:
-        """End the stream; return the calls completed by its end."""
-        return self._scanner.finish()
+        self.feed = self._scanner.feed
+        self.finish = self._scanner.finish
 
     @property
     def diagnostics(self) -> list[Diagnostic]:

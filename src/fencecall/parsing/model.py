@@ -33,7 +33,7 @@ class Codeblock:
         return candidate if looks_like_path else None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolCall:
     """A candidate tool call as written in a message, before any tool is looked up.
 
@@ -54,6 +54,21 @@ class ToolCall:
     """Where the call's text ends (past its closing fence line, tag or bracket), so a reply
     can be cut right after its first call; 0 where unknown. Not part of equality."""
 
+    def __init__(self, name: str, argline: str = "", content: str = "",
+                 kwargs: Mapping[str, Any] | None = None, call_id: str | None = None,
+                 start: int = 0, format: str = FENCED, end: int = 0) -> None:
+        # Parsers make one of these per call. The generated __init__ of a frozen dataclass
+        # sets each field through object.__setattr__; the slots' own descriptors do the same
+        # in half the time.
+        _set_name(self, name)
+        _set_argline(self, argline)
+        _set_content(self, content)
+        _set_kwargs(self, {} if kwargs is None else kwargs)
+        _set_call_id(self, call_id)
+        _set_start(self, start)
+        _set_format(self, format)
+        _set_end(self, end)
+
     @property
     def is_codeblock(self) -> bool:
         """A fenced block: its langtag may name a tool, or it may be plain code."""
@@ -68,6 +83,10 @@ class ToolCall:
         """What the call *says*, ignoring where and how it was written (for comparisons)."""
         return (self.name, self.argline, self.content, tuple(sorted(self.kwargs.items())),
                 self.call_id)
+
+
+(_set_name, _set_argline, _set_content, _set_kwargs, _set_call_id, _set_start, _set_format,
+ _set_end) = (getattr(ToolCall, name).__set__ for name in ToolCall.__slots__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,17 +31,19 @@ Fence rules (see ``docs`` in the README for examples):
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum, auto
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from .model import FENCED, Codeblock, Diagnostic, ToolCall
 from .syntax import EndFinder, Problem, SpanSyntax, TagSyntax
 from .xmlcalls import CDATA_CLOSE, CDATA_OPEN, find_outside_cdata
 
 _THINK_TAGS = ("<think>", "<thinking>")
+_FENCE_NEEDLES = ("```",)
 MAX_REREADS = 8
 """How often the end of a reply is read again after a broken call: each is a pass over the
 rest, so a reply of many broken calls costs a bounded number of passes, not one each."""
@@ -55,18 +57,18 @@ _LANGTAG_WORD = re.compile(r"[\w.+#/~:\-]+(?:\s|$)")
 Found = Codeblock | ToolCall
 
 
-class _FenceLine(NamedTuple):
-    line_start: int
-    ticks_at: int
-    ticks: int
-    info: str
-    line_end: int
+_FenceLine = tuple[int, int, str, int]
+"""A fence line: where the line starts, how many backticks, the info string after them, and
+where the line ends (its newline, or the end of the region). A plain tuple: a reply of many
+small blocks makes two per block."""
 
 
 def _line_start_before(region: str, i: int) -> int | None:
     """Start of the line holding ``i`` if only blanks precede ``i`` on it, else None."""
+    if i == 0 or region[i - 1] == "\n":
+        return i
     start = region.rfind("\n", 0, i) + 1
-    return start if start == i or not region[start:i].strip(" \t") else None
+    return start if not region[start:i].strip(" \t") else None
 
 
 def _line_end(region: str, i: int) -> int:
@@ -75,18 +77,20 @@ def _line_end(region: str, i: int) -> int:
 
 
 def _fence_line(region: str, line_start: int, at: int) -> _FenceLine:
-    line_end = _line_end(region, at)
-    rest = region[at:line_end]
-    info = rest.lstrip("`")
-    return _FenceLine(line_start, at, len(rest) - len(info), info, line_end)
+    line_end = region.find("\n", at)
+    if line_end == -1:
+        line_end = len(region)
+    info = region[at:line_end].lstrip("`")
+    return line_start, line_end - at - len(info), info, line_end
 
 
-def _find_fence(region: str, pos: int) -> _FenceLine | None:
-    """The next line at or after ``pos`` that starts with 3+ backticks."""
+def _find_fence(region: str, pos: int) -> tuple[int, _FenceLine] | None:
+    """The next line at or after ``pos`` that starts with 3+ backticks: where its backticks
+    start, and the line."""
     while (i := region.find("```", pos)) != -1:
         line_start = _line_start_before(region, i)
         if line_start is not None:
-            return _fence_line(region, line_start, i)
+            return i, _fence_line(region, line_start, i)
         pos = _line_end(region, i) + 1
     return None
 
@@ -115,14 +119,15 @@ class _NeedleFinder:
         return start
 
     def find(self, pos: int) -> tuple[str, int] | None:
-        best: tuple[str, int] | None = None
-        for needle, at in self._next.items():
+        best_needle = ""
+        best = -1
+        following = self._next
+        for needle, at in following.items():
             if at != -1 and at < pos:
-                at = self._region.find(needle, pos)
-                self._next[needle] = at
-            if at != -1 and (best is None or at < best[1]):
-                best = (needle, at)
-        return best
+                at = following[needle] = self._region.find(needle, pos)
+            if at != -1 and (best == -1 or at < best):
+                best_needle, best = needle, at
+        return None if best == -1 else (best_needle, best)
 
 
 class _Mode(Enum):
@@ -133,6 +138,7 @@ class _Mode(Enum):
     SPAN = auto()
 
 
+@functools.lru_cache(maxsize=256)
 def _holds_files(lang: str) -> bool:
     """Blocks that hold whole documents or files (``markdown``, ``save notes.txt``), whose
     content may itself hold fenced examples."""
@@ -142,10 +148,18 @@ def _holds_files(lang: str) -> bool:
     return len(words) >= 2 and _FILE_ARGUMENT.search(words[-1]) is not None
 
 
+@functools.lru_cache(maxsize=256)
 def _is_langtag(info: str) -> bool:
     """Whether a fence's info string starts like a language or tool name (three quotes,
     ``<think>`` and ``thinking>`` do not)."""
     return _LANGTAG_WORD.match(info.strip()) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _name_and_argline(lang: str) -> tuple[str, str]:
+    """A call's name (the langtag's first word) and argument line (the rest)."""
+    words = lang.split(None, 1)
+    return words[0], words[1] if len(words) == 2 else ""
 
 
 def _is_glued(ticks: int, info: str) -> bool:
@@ -229,11 +243,19 @@ class Scanner:
         self._counted_lines = 0
         self._partial: list[str] = []
         self._carriage_return = False
+        self._plain = True
+        """No carriage return is held back and the text is not finished: a chunk without a line
+        end only needs to be kept (the fast path of :meth:`feed`)."""
         self._kept: list[str] = []
         self._kept_base = 0
         self._finished = False
         self.diagnostics: list[Diagnostic] = []
         """Calls that were meant but will not run, in the order they were found."""
+
+    @property
+    def reports_codeblocks(self) -> bool:
+        """Whether :meth:`feed` and :meth:`finish` report code blocks (else tool calls only)."""
+        return self._blocks == "codeblock"
 
     @property
     def settled(self) -> int:
@@ -246,6 +268,9 @@ class Scanner:
 
     def feed(self, chunk: str) -> list[Found]:
         """Add text; return the blocks and calls that are now complete."""
+        if self._plain and "\n" not in chunk and "\r" not in chunk:
+            self._partial.append(chunk)  # no line is complete yet
+            return []
         if self._finished:
             raise RuntimeError("feed() after finish()")
         if "\r" in chunk or self._carriage_return:
@@ -262,7 +287,42 @@ class Scanner:
             self._partial = []
         if newline + 1 < len(chunk):
             self._partial.append(chunk[newline + 1 :])
+        if self._passes_over(head):
+            return []
         return self._scan(head, final=False)
+
+    def _passes_over(self, lines: str) -> bool:
+        """Take new complete lines without scanning them when they can change nothing: they
+        hold none of the strings that could open, close or decide what is open. Whether
+        they do is one ``in`` per string; most lines of a stream are prose or code."""
+        mode = self._mode
+        if mode is _Mode.OUTSIDE:
+            needles: tuple[str, ...] = self._needles
+        elif mode is _Mode.FENCE:
+            fence = self._fence
+            assert fence is not None
+            if fence.pending_close is not None:
+                return False
+            needles = _FENCE_NEEDLES
+        elif mode is _Mode.THINK:
+            assert self._think is not None
+            needles = (self._think.close,)
+        elif mode is _Mode.TAG:
+            tag = self._tag
+            assert tag is not None
+            needles = (CDATA_CLOSE,) if tag.in_cdata else (tag.syntax.closing, CDATA_OPEN)
+        else:
+            return False  # a span's end is found by looking at every character
+        for needle in needles:
+            if needle in lines:
+                return False
+        if mode is not _Mode.OUTSIDE:  # what is open keeps its text
+            if not self._kept:
+                self._kept_base = self._offset
+            self._kept.append(lines)
+        self._offset += len(lines)
+        self._lines += lines.count("\n")
+        return True
 
     def finish(self) -> list[Found]:
         """Declare the text complete; return what the end of the text completed."""
@@ -274,6 +334,7 @@ class Scanner:
         tail = "".join(self._partial)
         self._partial = []
         self._finished = True
+        self._plain = False
         out = self._scan(tail, final=True)
         self._end_of_text(out)
         return out
@@ -287,6 +348,7 @@ class Scanner:
         if chunk.endswith("\r"):
             chunk = chunk[:-1]
             self._carriage_return = True
+        self._plain = not self._carriage_return
         return chunk.replace("\r\n", "\n").replace("\r", "\n")
 
     # -- scanning ------------------------------------------------------------------------
@@ -344,16 +406,15 @@ class Scanner:
         if line_start is None:
             return at + len(needle)
         if needle == "```":
-            line = _fence_line(region, line_start, at)
+            _, ticks, info, line_end = _fence_line(region, line_start, at)
             start = base + at
-            ticks, info = line.ticks, line.info
             if _is_glued(ticks, info):
                 ticks //= 2
                 start += ticks
             elif "`" in info:
-                return line.line_end
-            self._open_fence(ticks, info.strip(), start, base + line.line_end + 1)
-            return line.line_end
+                return line_end
+            self._open_fence(ticks, info.strip(), start, base + line_end + 1)
+            return line_end
         if needle == "<think":
             for tag in _THINK_TAGS:
                 if region.startswith(tag, at):
@@ -397,24 +458,28 @@ class Scanner:
                     out: list[Found]) -> int:
         fence = self._fence
         assert fence is not None
-        line = _find_fence(region, pos)
-        if line is None:
+        found = _find_fence(region, pos)
+        if found is None:
             return len(region)
-        ticks, info = line.ticks, line.info
-        line_start = base + line.line_start
-        if _is_glued(ticks, info):
+        ticks_at, (line_start, ticks, info, line_end) = found
+        line_start += base
+        if ticks >= 6 and _is_glued(ticks, info):
             half = ticks // 2
             self._bare_fence(fence, half, line_start, region, base, final, out, glued=True)
             if self._mode is _Mode.OUTSIDE:
-                self._open_fence(half, info.strip(), base + line.ticks_at + half,
-                                 base + line.line_end + 1)
+                self._open_fence(half, info.strip(), base + ticks_at + half,
+                                 base + line_end + 1)
             elif half >= fence.ticks:
                 fence.nested.append(half)
                 fence.container = True
         elif "`" in info:
             pass
         elif not info.strip():
-            self._bare_fence(fence, ticks, line_start, region, base, final, out, glued=False)
+            if ticks == fence.ticks and not fence.nested and not fence.container:
+                self._close_fence(fence, line_start, out, base + line_end)  # the common case
+            else:
+                self._bare_fence(fence, ticks, line_start, region, base, final, out,
+                                 glued=False)
         elif _is_langtag(info):
             if ticks >= fence.ticks:
                 fence.nested.append(ticks)
@@ -423,8 +488,8 @@ class Scanner:
             # A closing fence with something that is no langtag glued to it (```<think>):
             # it closes the block, and the rest of its line is read as what follows.
             self._close_fence(fence, line_start, out)
-            return line.ticks_at + ticks
-        return line.line_end
+            return ticks_at + ticks
+        return line_end
 
     def _bare_fence(self, fence: _Fence, ticks: int, line_start: int, region: str, base: int,
                     final: bool, out: list[Found], *, glued: bool) -> None:
@@ -466,17 +531,19 @@ class Scanner:
         else:
             self._close_fence(fence, fence.pending_close, out)
 
-    def _close_fence(self, fence: _Fence, line_start: int, out: list[Found]) -> None:
+    def _close_fence(self, fence: _Fence, line_start: int, out: list[Found],
+                     line_end: int | None = None) -> None:
+        """Close ``fence`` at the fence line starting at ``line_start`` (ending at
+        ``line_end``, when the caller knows)."""
         content = self._slice(fence.body, line_start - 1) if line_start - 1 > fence.body else ""
         self._fence = None
         self._mode = _Mode.OUTSIDE
         if self._blocks == "codeblock":
             out.append(Codeblock(fence.lang, content, fence.start))
         elif self._blocks == "call" and fence.lang:
-            words = fence.lang.split(None, 1)
-            out.append(ToolCall(words[0], words[1] if len(words) == 2 else "", content,
-                                start=fence.start, format=FENCED,
-                                end=self._line_end(line_start)))
+            name, argline = _name_and_argline(fence.lang)
+            out.append(ToolCall(name, argline, content, None, None, fence.start, FENCED,
+                                self._line_end(line_start) if line_end is None else line_end))
 
     def _line_end(self, line_start: int) -> int:
         """Where the line starting at ``line_start`` ends (at its newline)."""
@@ -542,7 +609,8 @@ class Scanner:
         """A call goes out (ending at ``end``); a problem becomes a diagnostic on its own line
         (``line`` is that of the offset ``opened``, where the call's opener stands)."""
         if isinstance(item, ToolCall):
-            out.append(replace(item, end=end))
+            out.append(ToolCall(item.name, item.argline, item.content, item.kwargs, item.call_id,
+                                item.start, item.format, end))  # dataclasses.replace is slower
             return
         if item.start >= self._region_base:
             line = self._line_of(item.start)
@@ -635,13 +703,22 @@ class Scanner:
     # -- retained text -------------------------------------------------------------------
 
     def _slice(self, start: int, stop: int) -> str:
+        """The text from ``start`` to ``stop``, joined from the kept regions it spans (only
+        those parts are copied: a whole reply is one region, not copied again)."""
         last = self._kept[-1]
         last_base = self._offset - len(last)
         if start >= last_base:
             return last[start - last_base : stop - last_base]
-        if len(self._kept) > 1:
-            self._kept = ["".join(self._kept)]
-        return self._kept[0][start - self._kept_base : stop - self._kept_base]
+        parts = []
+        base = self._kept_base
+        for piece in self._kept:
+            end = base + len(piece)
+            if end > start:
+                parts.append(piece[max(0, start - base) : stop - base])
+                if end >= stop:
+                    break
+            base = end
+        return "".join(parts)
 
     def _keep_from(self) -> int | None:
         if self._fence is not None:

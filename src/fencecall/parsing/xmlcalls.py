@@ -69,6 +69,8 @@ def unwrap_text(raw: str) -> str:
 
 
 def _attributes(attrs: str) -> dict[str, str]:
+    if not attrs:
+        return {}
     return {
         m.group(1): html.unescape(m.group(2) if m.group(2) is not None else m.group(3))
         for m in _ATTR.finditer(attrs)

@@ -8,7 +8,8 @@ outside ``parsing/`` asks which format it holds; it asks the format.
 from __future__ import annotations
 
 import re
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, cast
 
 from ..model import Diagnostic, ToolCall
 from ..scanner import Scanner
@@ -92,24 +93,28 @@ def check_argline(argline: str) -> None:
 
 
 class BlockCalls:
-    """Adapts the shared :class:`~fencecall.parsing.scanner.Scanner` to :class:`CallScanner`:
-    only tool calls are passed on."""
+    """Adapts the shared :class:`~fencecall.parsing.scanner.Scanner` to :class:`CallScanner`.
 
-    __slots__ = ("_scanner",)
+    The scanner must not report code blocks (``blocks="call"`` or ``"none"``): then all it
+    reports are tool calls, and its own ``feed`` and ``finish`` are passed on as they are, so
+    a streamed chunk costs no call in between.
+    """
+
+    __slots__ = ("_scanner", "feed", "finish")
+
+    feed: Callable[[str], list[ToolCall]]
+    finish: Callable[[], list[ToolCall]]
 
     def __init__(self, scanner: Scanner):
+        if scanner.reports_codeblocks:
+            raise ValueError("BlockCalls needs a scanner that reports tool calls only")
         self._scanner = scanner
+        self.feed = cast(Callable[[str], list[ToolCall]], scanner.feed)
+        self.finish = cast(Callable[[], list[ToolCall]], scanner.finish)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
         return self._scanner.diagnostics
-
-    def feed(self, chunk: str) -> list[ToolCall]:
-        return [item for item in self._scanner.feed(chunk) if isinstance(item, ToolCall)]
-
-    def finish(self) -> list[ToolCall]:
-        return [item for item in self._scanner.finish() if isinstance(item, ToolCall)]
-
 
 
 def check_text(text: str) -> None:
