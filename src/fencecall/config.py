@@ -18,6 +18,15 @@ environment (``api_key_env``) and held only in memory: nothing here is ever logg
     telemetry = false             # OpenTelemetry spans and metrics (FENCECALL_TELEMETRY=1)
     telemetry_content = false     # tool arguments and results in spans, cut and redacted
     tool_packages = ["mycompany.tools"]   # packages whose modules define more tools
+    near_misses = 3               # replies in a row that ran nothing, despite feedback
+
+    [models."local/smollm2"]      # per model; each is sent only when set
+    temperature = 0.2
+    top_p = 0.9
+    stop = ["<|im_end|>"]
+    max_tokens = 512
+    context_window = 2048         # prompt + history + reply must fit
+    prompt = "compact"            # or "full"; compact is the default for windows <= 8192
 
     [providers.local]
     kind = "openai"
@@ -83,6 +92,40 @@ def _builtin_providers(env: Mapping[str, str]) -> dict[str, ProviderConfig]:
 
 
 @dataclass(frozen=True, slots=True)
+class Sampling:
+    """How a model samples; each setting is sent only when set, so a server keeps its own
+    defaults otherwise."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+
+
+PromptMode = Literal["full", "compact"]
+PROMPT_MODES: tuple[PromptMode, ...] = get_args(PromptMode)
+COMPACT_BELOW = 8192
+"""A context window of at most this many tokens gets the compact prompt unless told."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """Settings for one model (``[models."provider/name"]``), over the file's defaults."""
+
+    sampling: Sampling = Sampling()
+    max_tokens: int | None = None
+    context_window: int | None = None
+    """Tokens the model can hold: prompt, history and reply together."""
+    prompt: PromptMode | None = None
+
+    def prompt_mode(self) -> PromptMode:
+        """``compact`` where chosen, or where the context window is small."""
+        if self.prompt is not None:
+            return self.prompt
+        small = self.context_window is not None and self.context_window <= COMPACT_BELOW
+        return "compact" if small else "full"
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     model: str | None = None
     format: CallFormat = MARKDOWN
@@ -101,6 +144,13 @@ class Config:
     telemetry_content: bool = False
     tool_packages: tuple[str, ...] = ()
     mcp_servers: tuple[McpServerConfig, ...] = ()
+    models: Mapping[str, ModelSettings] = field(default_factory=dict)
+    near_misses: int = 3
+    """Replies in a row that ran nothing despite feedback before the agent gives up."""
+
+    def model_settings(self, model: str) -> ModelSettings:
+        """The settings of ``provider/name`` (the defaults when it has no table)."""
+        return self.models.get(model, ModelSettings())
 
     def secret_env_names(self) -> frozenset[str]:
         """Environment variables holding secrets: the providers' API keys, those the MCP
@@ -189,7 +239,39 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         telemetry_content=content,
         tool_packages=_names(data, "tool_packages", path),
         mcp_servers=_mcp_servers(data, path, env),
+        models=_models(data, path),
+        near_misses=int(_number(data, "near_misses", 3, path, minimum=0)),
     )
+
+
+def _models(data: Mapping[str, Any], path: Path) -> dict[str, ModelSettings]:
+    tables = data.get("models", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f'{path}: models must hold [models."provider/name"] tables')
+    known = {"temperature", "top_p", "stop", "max_tokens", "context_window", "prompt"}
+    found = {}
+    for name, table in tables.items():
+        where = f"models.{name}"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: {where} must be a table")
+        unknown = sorted(set(table) - known)
+        if unknown:
+            raise ConfigError(f"{path}: {where}: unknown key(s) {', '.join(unknown)}; known: "
+                              f"{', '.join(sorted(known))}")
+        number = {key: _number(table, key, 0, path, minimum=0, whole=False)
+                  for key in ("temperature", "top_p") if key in table}
+        whole = {key: int(_number(table, key, 1, path, minimum=1))
+                 for key in ("max_tokens", "context_window") if key in table}
+        stop = table.get("stop", [])
+        if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
+            raise ConfigError(f"{path}: {where}.stop must be a list of strings")
+        prompt = table.get("prompt")
+        if prompt is not None and prompt not in PROMPT_MODES:
+            raise ConfigError(f"{path}: {where}.prompt must be one of {', '.join(PROMPT_MODES)}")
+        found[name] = ModelSettings(
+            Sampling(number.get("temperature"), number.get("top_p"), tuple(stop)),
+            whole.get("max_tokens"), whole.get("context_window"), prompt)
+    return found
 
 
 def _mcp_servers(data: Mapping[str, Any], path: Path,

@@ -24,6 +24,9 @@ class Status(StrEnum):
     """The user stopped it (Ctrl-C), or an earlier interrupt kept it from starting."""
     STEP_LIMIT = "step-limit"
     """Not a call's status: the agent stopped at its step limit."""
+    GAVE_UP = "gave-up"
+    """Not a call's status: the agent stopped because reply after reply held calls that
+    could not run (near misses, malformed calls) or looped."""
 
 
 _STATUSES = frozenset(status.value for status in Status)

@@ -420,11 +420,10 @@ def test_auto_teaches_and_renders_markdown() -> None:
 
 
 @pytest.mark.parametrize(("fmt", "example"), [
-    ("hermes", '<tool_call>\n{"name": "shell", "arguments": {"command": "ls", "timeout": 60}}'
-               "\n</tool_call>"),
+    ("hermes", '<tool_call>\n{"name": "shell", "arguments": {"command": "ls"}}\n</tool_call>'),
     ("qwen3-coder", "<tool_call>\n<function=shell>\n<parameter=command>\nls\n</parameter>\n"
-                    "<parameter=timeout>\n60\n</parameter>\n</function>\n</tool_call>"),
-    ("pythonic", "[shell(command='ls', timeout=60)]"),
+                    "</function>\n</tool_call>"),
+    ("pythonic", "[shell(command='ls')]"),
 ])
 def test_instructions_teach_each_format_with_examples_in_it(fmt: str, example: str) -> None:
     prompt = Toolchain.build(["shell"]).instructions(fmt)

@@ -1,5 +1,6 @@
 """The agent: conversations on disk and the loop that drives a model with tools."""
 
+from .context import ContextOverflow
 from .conversation import Conversation, ConversationError, ConversationInfo
 from .loop import (
     Agent,
@@ -11,19 +12,24 @@ from .loop import (
     StepLimit,
     ToolResult,
 )
+from .near_miss import RUN_AS, NearMiss, near_misses
 from .prompt import system_prompt
 
 __all__ = [
+    "RUN_AS",
     "Agent",
     "AgentEvent",
+    "ContextOverflow",
     "Conversation",
     "ConversationError",
     "ConversationInfo",
+    "NearMiss",
     "Outcome",
     "ReplyDone",
     "ReplyText",
     "Retrying",
     "StepLimit",
     "ToolResult",
+    "near_misses",
     "system_prompt",
 ]

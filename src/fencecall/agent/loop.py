@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from .. import telemetry
+from ..config import Sampling
 from ..execution import Session, resolve
 from ..message import Message, Status, system
 from ..parsing import Diagnostic, StreamParser, ToolCall, parse_calls
@@ -32,11 +33,16 @@ from ..providers import (
     TextDelta,
     Usage,
 )
+from .context import fit
 from .conversation import Conversation
+from .near_miss import feedback, near_misses
 from .prompt import system_prompt
+from .repetition import RepetitionGuard
 
 UNFINISHED = ("No result was recorded for this call: fencecall stopped while it was running "
               "(or before it started). It may have run in part; check before repeating it.")
+LOOPED = ("Your reply was cut: it repeated {} and was not taken as an answer. Think about "
+          "what the task still needs, then write one step or the answer, without repeating.")
 CONTINUE = ("Your reply was cut off at the output token limit ({limit} tokens). Continue "
             "exactly where it stopped; if it was a long file, split the work into parts.")
 
@@ -86,6 +92,8 @@ class Outcome(Enum):
     DONE = "done"
     """The model answered without a call."""
     STEP_LIMIT = "step-limit"
+    GAVE_UP = "gave-up"
+    """Reply after reply held calls that could not run, despite the feedback."""
     INTERRUPTED = "interrupted"
     """The user stopped a reply or a call (Ctrl-C)."""
 
@@ -98,6 +106,8 @@ class _Reply:
     interrupted: bool = False
     cut: bool = False
     native: list[ToolCall] = field(default_factory=list)
+    looped: str | None = None
+    """The message telling the model its reply looped and was cut."""
 
 
 class Agent:
@@ -105,12 +115,17 @@ class Agent:
 
     ``retries`` is how often a broken reply stream is asked for again (waiting ``backoff``
     seconds, doubled each time); ``max_tokens`` the output limit asked of the model.
+    A reply that ran nothing but meant to (a near miss, a malformed call, a loop) is answered
+    with feedback and the loop goes on, at most ``feedback_limit`` times in a row (0: near
+    misses get no feedback and end the turn like an answer).
     """
 
     def __init__(self, provider: Provider, model: str, session: Session,
                  conversation: Conversation, *, max_steps: int = 30, max_tokens: int = 4096,
                  retries: int = 2, backoff: float = 1.0, on_event: EventSink | None = None,
-                 sleep: Callable[[float], None] = time.sleep):
+                 sleep: Callable[[float], None] = time.sleep, feedback_limit: int = 3,
+                 sampling: Sampling | None = None, compact: bool = False,
+                 context_window: int | None = None):
         self.provider = provider
         self.model = model
         self.session = session
@@ -122,7 +137,10 @@ class Agent:
         self.backoff = backoff
         self._emit = on_event or (lambda event: None)
         self._sleep = sleep
-        self._system = system_prompt(session)
+        self.feedback_limit = feedback_limit
+        self.sampling = sampling or Sampling()
+        self.context_window = context_window
+        self._system = system_prompt(session, compact=compact)
 
     def send(self, prompt: str) -> Outcome:
         """Add a user message and work until the model answers without a call."""
@@ -133,6 +151,7 @@ class Agent:
     def resume(self) -> Outcome:
         """Continue from the current state (after a resume, or after tool results)."""
         self._answer_unfinished()
+        fruitless = 0
         for _ in range(self.max_steps):
             reply = self._generate()
             self.conversation.append(reply.message)
@@ -149,10 +168,31 @@ class Agent:
                 told = told or "diagnostic" in result.metadata
             if interrupted:
                 return Outcome.INTERRUPTED
-            if reply.cut:
+            if reply.looped is not None:
+                self._record(system(reply.looped, Status.ERROR, loop=True))
+                told = True
+            elif reply.cut:
                 self._record(system(CONTINUE.format(limit=self.max_tokens), cut=True))
-            elif not (calls or told):
+                continue
+            if calls:
+                fruitless = 0
+                continue
+            if not told and self.feedback_limit > 0:
+                misses = near_misses(reply.message.content, self.session.format,
+                                     self.session.toolchain)
+                if misses:
+                    self._record(system(feedback(misses), Status.ERROR,
+                                        near_miss=[miss.kind for miss in misses]))
+                    told = True
+            if not told:
                 return Outcome.DONE
+            fruitless += 1
+            if self.feedback_limit > 0 and fruitless >= self.feedback_limit:
+                self.conversation.append(system(
+                    f"Stopped: {fruitless} replies in a row held calls that could not run, "
+                    "despite the feedback on each.", Status.GAVE_UP))
+                self._emit(ToolResult(self.conversation.messages[-1]))
+                return Outcome.GAVE_UP
         self._emit(StepLimit(self.max_steps))
         self.conversation.append(system(
             f"Stopped after {self.max_steps} steps (the step limit).", Status.STEP_LIMIT))
@@ -188,8 +228,11 @@ class Agent:
         fmt = self.session.format
         tools = tuple(spec.function_schema(fmt) for spec in self.session.toolchain.tools
                       if spec.is_runnable) if fmt.native else ()
-        return ChatRequest(self.model, self._system, tuple(self.conversation.messages), tools,
-                           self.max_tokens)
+        messages = tuple(self.conversation.messages)
+        if self.context_window is not None:
+            messages = fit(self._system, messages, self.context_window, self.max_tokens)
+        return ChatRequest(self.model, self._system, messages, tools, self.max_tokens,
+                           self.sampling)
 
     def _generate(self) -> _Reply:
         """One reply, asked for again while its stream breaks off (up to ``retries``)."""
@@ -217,6 +260,8 @@ class Agent:
                                        url=self.provider.url)
         stream = self.provider.stream(self._request())
         stopped_early = interrupted = False
+        guard = RepetitionGuard()
+        looped: str | None = None
         try:
             for event in stream:
                 if isinstance(event, TextDelta):
@@ -225,6 +270,9 @@ class Agent:
                     calls = self._first_runnable(parser.feed(event.text))
                     if calls:
                         stopped_early = True
+                        break
+                    looped = guard.feed(event.text)
+                    if looped is not None:
                         break
                 elif isinstance(event, NativeCall):
                     native.append(event)
@@ -241,9 +289,9 @@ class Agent:
         finally:
             stream.close()
         run.end(finish_reason="tool_call" if stopped_early and not interrupted
-                else end.stop_reason if end else "interrupted",
+                else "loop" if looped else end.stop_reason if end else "interrupted",
                 usage=usage.as_dict() if usage else None)
-        if not stopped_early:
+        if not stopped_early and looped is None:
             calls = self._first_runnable(parser.finish())
         reply = "".join(text)
         if calls and stopped_early:
@@ -260,10 +308,13 @@ class Agent:
         cut = end is not None and end.cut and not stopped_early
         if cut:
             metadata["cut"] = end.stop_reason if end else None
+        if looped is not None:
+            metadata["loop"] = looped
         message = Message("assistant", reply, metadata=metadata)
-        self._emit(ReplyDone(message, stopped_early))
-        return _Reply(message, [] if interrupted else calls, parser.diagnostics, interrupted,
-                      cut, native_calls)
+        self._emit(ReplyDone(message, stopped_early or looped is not None))
+        diagnostics = [] if looped is not None else parser.diagnostics
+        return _Reply(message, [] if interrupted else calls, diagnostics, interrupted,
+                      cut, native_calls, None if looped is None else LOOPED.format(looped))
 
     def _first_runnable(self, calls: list[ToolCall]) -> list[ToolCall]:
         toolchain = self.session.toolchain

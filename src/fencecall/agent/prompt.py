@@ -12,10 +12,16 @@ BASE = (
 NATIVE = "Call tools with function calling. Use one tool at a time."
 
 
-def system_prompt(session: Session) -> str:
-    parts = [BASE, f"The workspace is {session.workspace}."]
+COMPACT_BASE = (
+    "You are fencecall. You do tasks by using tools. Use one tool, read its result, then "
+    "decide the next step. When the task is done, answer without a tool.")
+
+
+def system_prompt(session: Session, *, compact: bool = False) -> str:
+    """The system prompt; ``compact`` is the short form for small models and windows."""
+    parts = [COMPACT_BASE if compact else BASE, f"The workspace is {session.workspace}."]
     if session.format.native:
         parts.append(NATIVE)
     else:
-        parts.append(session.toolchain.instructions(session.format))
+        parts.append(session.toolchain.instructions(session.format, compact=compact))
     return "\n\n".join(parts)

@@ -99,6 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help="how long to wait for the model's server")
     chat.add_argument("--retries", type=_at_least(0), metavar="N",
                       help="tries again after a failed request or a broken reply stream")
+    chat.add_argument("--temperature", type=_at_least(0.0, float), metavar="T",
+                      help="sampling temperature (sent only when set)")
+    chat.add_argument("--top-p", type=_at_least(0.0, float), metavar="P",
+                      help="nucleus sampling (sent only when set)")
+    chat.add_argument("--stop", action="append", default=None, metavar="TEXT",
+                      help="a stop sequence (repeatable; sent only when set)")
+    chat.add_argument("--context-window", type=_at_least(256), metavar="TOKENS",
+                      help="tokens the model holds: the prompt, history and reply must fit")
+    chat.add_argument("--prompt", choices=("full", "compact"), default=None,
+                      dest="prompt_mode",
+                      help="system prompt form (default: compact for a context window of "
+                           "8192 tokens or less, else full)")
     _add_tool_options(chat, None)
     chat.set_defaults(handler="fencecall.cli.chat_cmd:run")
 

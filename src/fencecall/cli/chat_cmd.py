@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -16,7 +17,7 @@ from rich.console import Console
 from .. import telemetry
 from ..agent import Agent, Conversation, Outcome
 from ..agent.conversation import PRIVATE_FILE, private_folder
-from ..config import Config, ConfigError, load_config
+from ..config import Config, ConfigError, Sampling, load_config
 from ..providers import ProviderError, get_provider
 from .confirm import choose_confirm
 from .display import Display
@@ -25,7 +26,8 @@ from .slash import ExitChat, run_slash
 from .title import show_running_tools
 from .visible import visible, visible_text
 
-EXIT_CODES = {Outcome.DONE: 0, Outcome.STEP_LIMIT: 1, Outcome.INTERRUPTED: 130}
+EXIT_CODES = {Outcome.DONE: 0, Outcome.STEP_LIMIT: 1, Outcome.GAVE_UP: 1,
+              Outcome.INTERRUPTED: 130}
 """Without a person at the chat, how the work ended is the exit status."""
 
 
@@ -80,10 +82,19 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
         "workspace": str(session.workspace), "roots": [str(r) for r in session.roots[1:]],
         "sandbox": str(args.sandbox or config.sandbox), "mcp": list(args.mcp),
         "network": bool(args.network or config.network)})
+    settings = config.model_settings(chosen)
+    sampling = Sampling(
+        args.temperature if args.temperature is not None else settings.sampling.temperature,
+        args.top_p if args.top_p is not None else settings.sampling.top_p,
+        tuple(args.stop) if args.stop else settings.sampling.stop)
+    window = args.context_window or settings.context_window
+    mode = args.prompt_mode or replace(settings, context_window=window).prompt_mode()
+    max_tokens = args.max_tokens or settings.max_tokens or (
+        min(config.max_tokens, window // 4) if window else config.max_tokens)
     return Agent(provider, model, session, conversation,
-                 max_steps=args.max_steps or config.max_steps,
-                 max_tokens=args.max_tokens or config.max_tokens, retries=retries,
-                 on_event=display)
+                 max_steps=args.max_steps or config.max_steps, max_tokens=max_tokens,
+                 retries=retries, on_event=display, feedback_limit=config.near_misses,
+                 sampling=sampling, compact=mode == "compact", context_window=window)
 
 
 def run(args: argparse.Namespace) -> int:

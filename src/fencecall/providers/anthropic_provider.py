@@ -18,6 +18,7 @@ from .base import (
     end_of_stream,
     native_calls,
     reading_stream,
+    sampling_options,
     tool_result_text,
     turns,
     vendor_errors,
@@ -86,7 +87,8 @@ class AnthropicProvider:
         with vendor_errors(where, anthropic.APIError):
             stream = self._client.messages.create(
                 model=request.model, system=request.system, max_tokens=request.max_tokens,
-                messages=messages, stream=True, tools=tools)
+                messages=messages, stream=True, tools=tools,
+                **sampling_options(request.sampling, "stop_sequences"))
             try:
                 with reading_stream(where):
                     for event in stream:
@@ -113,3 +115,4 @@ class AnthropicProvider:
                 stream.close()
         yield usage
         yield end_of_stream(where, stop_reason)
+

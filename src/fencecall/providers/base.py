@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from ..config import Sampling
 from ..message import Message
 
 
@@ -66,6 +67,7 @@ class ChatRequest:
     messages: tuple[Message, ...]
     tools: tuple[dict[str, Any], ...] = ()
     max_tokens: int = 4096
+    sampling: Sampling = field(default_factory=Sampling)
 
 
 class ProviderError(RuntimeError):
@@ -161,3 +163,16 @@ def tool_result_text(message: Message) -> str:
     """How a tool result (a mid-conversation system message) is shown to chat APIs that only
     accept a system prompt at the start: as a user turn, marked as coming from the system."""
     return f"<system>\n{message.content}\n</system>"
+
+
+def sampling_options(sampling: Sampling, stop_key: str) -> dict[str, Any]:
+    """The sampling settings that are set, as keyword arguments of a vendor SDK's create call
+    (``stop_key`` is what it calls stop sequences)."""
+    sent: dict[str, Any] = {}
+    if sampling.temperature is not None:
+        sent["temperature"] = sampling.temperature
+    if sampling.top_p is not None:
+        sent["top_p"] = sampling.top_p
+    if sampling.stop:
+        sent[stop_key] = list(sampling.stop)
+    return sent

@@ -18,6 +18,7 @@ from .base import (
     end_of_stream,
     native_calls,
     reading_stream,
+    sampling_options,
     tool_result_text,
     turns,
     vendor_errors,
@@ -91,7 +92,8 @@ class OpenAIProvider:
             stream = self._client.chat.completions.create(
                 model=request.model, messages=messages, stream=True,
                 max_tokens=request.max_tokens, tools=tools,
-                stream_options={"include_usage": True})
+                stream_options={"include_usage": True},
+                **sampling_options(request.sampling, "stop"))
             try:
                 with reading_stream(where):
                     for chunk in stream:
@@ -118,3 +120,4 @@ class OpenAIProvider:
             slot = pending[index]
             yield NativeCall(slot["id"] or f"call_{index}", slot["name"], slot["args"] or "{}")
         yield end_of_stream(where, stop_reason)
+

@@ -26,7 +26,10 @@ def render_example(spec: ToolSpec, example: Example, fmt: FormatLike,
     target = spec
     if example.tool is not None and lookup is not None:
         target = lookup(example.tool) or spec
-    kwargs = target.bind("", "", example.kwargs) if target.parameters else {}
+    bound = target.bind("", "", example.kwargs) if target.parameters else {}
+    # only what the example gives: a default written out (```shell 60) reads as part of the
+    # form, and small models copy it
+    kwargs = {name: value for name, value in bound.items() if name in example.kwargs}
     call_id = "call_1" if get_format(fmt).named_arguments else None
     return "Assistant:\n" + render_call(target, kwargs, fmt, call_id)
 
@@ -54,28 +57,45 @@ def _examples(spec: ToolSpec, fmt: FormatLike, lookup: Lookup | None) -> Iterato
         yield "\n\n".join(turns)
 
 
-def tool_instructions(spec: ToolSpec, fmt: FormatLike, lookup: Lookup | None = None) -> str:
-    """One tool's section of the system prompt."""
+def tool_instructions(spec: ToolSpec, fmt: FormatLike, lookup: Lookup | None = None, *,
+                      compact: bool = False, example: bool = True) -> str:
+    """One tool's section of the system prompt. ``compact`` leaves out the longer
+    instructions and keeps one example exchange (none without ``example``)."""
     target = get_format(fmt)
     parts = [f"## {spec.name}", spec.desc]
     body = spec.instructions_format.get(target.name) or spec.instructions
-    if body:
+    if body and not compact:
         parts.append(body)
     if not target.native and spec.parameters and spec.schema is None:
         # native formats send the schema itself; a tool with its own schema describes it
         signature = ", ".join(f"{p.name}: {p.type}" + ("" if p.required else "?")
                               for p in spec.parameters)
         parts.append(f"Arguments: {signature}.")
-    rendered = list(_examples(spec, target, lookup))
+    rendered = list(_examples(spec, target, lookup)) if example else []
+    if compact:
+        rendered = [_last_exchange(rendered[0])] if rendered else []
     if rendered:
-        parts.append("### Examples\n\n" + "\n\n".join(rendered))
+        parts.append(("Example:\n" if compact else "### Examples\n\n") + "\n\n".join(rendered))
     return "\n\n".join(p for p in parts if p)
 
 
+def _last_exchange(rendered: str) -> str:
+    """An example without its user turn: the call and its result."""
+    return rendered.split("\n\n", 1)[1] if rendered.startswith("User:") else rendered
+
+
+COMPACT_EXAMPLES = 3
+"""In a compact prompt only the first tools (the ones most tasks need) show an example."""
+
+
 def tools_instructions(tools: Iterable[ToolSpec], fmt: FormatLike,
-                       lookup: Lookup | None = None) -> str:
-    """The format's preamble, then a section per tool."""
+                       lookup: Lookup | None = None, *, compact: bool = False) -> str:
+    """The format's preamble, then a section per tool, the tools in the order given (the
+    ones most tasks need first). ``compact`` is for small models and context windows: short
+    sections, and an example only for the first few tools."""
     target = get_format(fmt)
     sections = [target.preamble]
-    sections += [tool_instructions(spec, target, lookup) for spec in tools]
+    sections += [tool_instructions(spec, target, lookup, compact=compact,
+                                   example=not compact or index < COMPACT_EXAMPLES)
+                 for index, spec in enumerate(tools)]
     return "\n\n".join(sections)

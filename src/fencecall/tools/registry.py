@@ -114,9 +114,10 @@ class Toolchain:
             found.update(spec.functions)
         return found
 
-    def instructions(self, fmt: FormatLike = "markdown") -> str:
-        """The system-prompt text teaching a model these tools in ``fmt``."""
-        return tools_instructions(self.tools, fmt, lookup=self.get)
+    def instructions(self, fmt: FormatLike = "markdown", *, compact: bool = False) -> str:
+        """The system-prompt text teaching a model these tools in ``fmt`` (``compact``: the
+        short form for small models)."""
+        return tools_instructions(self.tools, fmt, lookup=self.get, compact=compact)
 
 
 def _select(entry: str, known: list[ToolSpec], root: Path | None) -> list[ToolSpec]:

@@ -117,8 +117,8 @@ def execute_write(invocation: ToolInvocation) -> Message:
 
 
 def _file_tool(name: str, desc: str, instructions: str, markdown: str,
-               examples: tuple[Example, ...]) -> ToolSpec:
-    return ToolSpec(name=name, desc=desc, instructions=instructions,
+               examples: tuple[Example, ...], load_priority: int = 0) -> ToolSpec:
+    return ToolSpec(name=name, desc=desc, instructions=instructions, load_priority=load_priority,
                     instructions_format={"markdown": markdown}, examples=examples,
                     execute=execute_write, parameters=PATH_AND_CONTENT, content_param="content",
                     argline_param="path", confirm=allowed, preview=preview,
@@ -135,6 +135,7 @@ save = _file_tool(
     (Example.user("write a hello world script"),
      Example.call(path="hello.py", content='print("Hello world")'),
      Example.result("Created hello.py (1 lines).")),
+    load_priority=-10,
 )
 
 append = _file_tool(

@@ -56,7 +56,7 @@ tool = ToolSpec(
                   required=False, default=DEFAULT_TIMEOUT),
     ),
     content_param="code",
-    load_priority=10,
+    load_priority=-20,
     confirm=True,
     preview=lambda invocation: invocation.kwargs["code"],
     hints=frozenset({"exec"}),

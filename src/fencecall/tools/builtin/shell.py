@@ -79,6 +79,7 @@ tool = ToolSpec(
                   required=False, default=DEFAULT_TIMEOUT),
     ),
     content_param="command",
+    load_priority=-30,  # the tools most tasks need come first in the prompt
     confirm=lambda invocation: not runs_read_only(invocation),
     preview=lambda invocation: invocation.kwargs["command"],
     hints=frozenset({"exec"}),

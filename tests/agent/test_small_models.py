@@ -1,0 +1,194 @@
+"""What small local models need from the loop: feedback on near misses (one test per class),
+a bound on replies that run nothing, loops cut, sampling settings, and a context window."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fencecall.agent import Agent, Conversation, Outcome, near_misses
+from fencecall.agent.context import ContextOverflow, fit
+from fencecall.agent.prompt import system_prompt
+from fencecall.agent.repetition import RepetitionGuard
+from fencecall.config import Sampling
+from fencecall.execution import Session, auto_yes
+from fencecall.message import Message, Status
+from fencecall.providers import ScriptedProvider, ScriptedReply
+from fencecall.tools import Toolchain
+
+F = "```"
+TOOLS = ["shell", "ipython", "save", "append"]
+
+
+@pytest.fixture
+def session(workspace: Path) -> Iterator[Session]:
+    with Session(Toolchain.build(TOOLS), workspace=workspace, confirm=auto_yes,
+                 sandbox="off") as made:
+        yield made
+
+
+def run(session: Session, tmp_path: Path, *replies: str, **options: object) -> Agent:
+    provider = ScriptedProvider([ScriptedReply(text) for text in replies])
+    agent = Agent(provider, "m", session, Conversation.create(tmp_path, "small"),
+                  **options)  # type: ignore[arg-type]
+    agent.outcome = agent.send("do it")  # type: ignore[attr-defined]
+    return agent
+
+
+def feedback_of(agent: Agent) -> list[str]:
+    return [m.content for m in agent.conversation.messages if "near_miss" in m.metadata]
+
+
+@pytest.mark.parametrize(("reply", "kind", "fix"), [
+    (f"{F}python\nprint(1)\n{F}\n", "language-tag", f"{F}ipython\nprint(1)\n{F}"),
+    (f"{F}python3\nprint(1)\n{F}\n", "language-tag", f"{F}ipython\nprint(1)\n{F}"),
+    (f"{F}console\nls -la\n{F}\n", "language-tag", f"{F}shell\nls -la\n{F}"),
+    (f"{F}zsh\nls\n{F}\n", "language-tag", f"{F}shell\nls\n{F}"),
+    (f"{F}Shell\nls\n{F}\n", "language-tag", f"{F}shell\nls\n{F}"),
+    (f"{F}\nappend notes.txt\nhello\n{F}\n", "bare-fence", f"{F}append notes.txt\nhello\n{F}"),
+    ("<tool-use><shell>ls</shell></tool-use>", "other-format", f"{F}shell\nls\n{F}"),
+    ('@save(c1): {"path": "a.txt", "content": "x"}', "other-format", f"{F}save a.txt\nx\n{F}"),
+])
+def test_each_near_miss_class_is_named_with_the_form_that_runs(
+        session: Session, reply: str, kind: str, fix: str) -> None:
+    [miss] = near_misses(reply, "markdown", session.toolchain)
+    assert miss.kind == kind
+    assert fix in miss.message()
+
+
+def test_in_xml_a_fenced_block_is_a_near_miss(session: Session) -> None:
+    [miss] = near_misses(f"{F}shell\nls\n{F}\n", "xml", session.toolchain)
+    assert miss.kind == "other-format"
+    assert "<tool-use>" in miss.fix and "ls" in miss.fix and "```" not in miss.fix
+
+
+def test_plain_code_and_prose_are_not_near_misses(session: Session) -> None:
+    text = (f"Here is some JSON:\n{F}json\n{{}}\n{F}\nand a diagram:\n{F}\nA -> B\n{F}\n"
+            "Use `python` to run it.")
+    assert near_misses(text, "markdown", session.toolchain) == []
+
+
+def test_a_near_miss_gets_feedback_and_the_loop_goes_on(session: Session,
+                                                        tmp_path: Path) -> None:
+    agent = run(session, tmp_path, f"{F}python\nprint(6 * 7)\n{F}\n",
+                f"{F}ipython\nprint(6 * 7)\n{F}\n", "It is 42.")
+    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    [said] = feedback_of(agent)
+    assert "no tool answers to 'python'" in said and f"{F}ipython" in said
+    assert any("42" in m.content for m in agent.conversation.messages if m.role == "system"
+               and "near_miss" not in m.metadata)
+
+
+def test_stray_words_after_a_tool_name_are_told_as_an_invalid_call(session: Session,
+                                                                   tmp_path: Path) -> None:
+    agent = run(session, tmp_path, f"{F}shell run this\nls\n{F}\n", "Done.")
+    [result] = [m for m in agent.conversation.messages if m.role == "system"]
+    assert result.status is Status.ERROR and "too many arguments" in result.content
+
+
+def test_an_unclosed_block_is_told(session: Session, tmp_path: Path) -> None:
+    agent = run(session, tmp_path, f"{F}shell\necho never closed", "Done.")
+    [result] = [m for m in agent.conversation.messages if m.role == "system"]
+    assert "never closed" in result.content
+
+
+def test_the_loop_gives_up_after_the_feedback_limit(session: Session, tmp_path: Path) -> None:
+    agent = run(session, tmp_path, *[f"{F}python\nprint({i})\n{F}\n" for i in range(5)],
+                feedback_limit=3)
+    assert agent.outcome is Outcome.GAVE_UP  # type: ignore[attr-defined]
+    assert len(feedback_of(agent)) == 3
+    last = agent.conversation.messages[-1]
+    assert last.status is Status.GAVE_UP and "3 replies in a row" in last.content
+
+
+def test_a_reply_that_runs_resets_the_count(session: Session, tmp_path: Path) -> None:
+    miss = f"{F}python\nprint(1)\n{F}\n"
+    agent = run(session, tmp_path, miss, miss, f"{F}shell\necho ok\n{F}\n", miss, miss,
+                "Done.", feedback_limit=3)
+    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    assert len(feedback_of(agent)) == 4
+
+
+def test_without_feedback_a_near_miss_ends_the_turn(session: Session, tmp_path: Path) -> None:
+    agent = run(session, tmp_path, f"{F}python\nprint(1)\n{F}\n", feedback_limit=0)
+    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    assert feedback_of(agent) == []
+
+
+def test_a_looping_reply_is_cut_and_reported(session: Session, tmp_path: Path) -> None:
+    looping = "I will now list the files.\n" * 200
+    agent = run(session, tmp_path, looping, "Sorry. Done.")
+    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    reply = agent.conversation.messages[1]
+    assert reply.metadata["loop"] and reply.content.count("\n") < 20
+    note = agent.conversation.messages[2]
+    assert note.status is Status.ERROR and "repeated the line" in note.content
+
+
+@pytest.mark.parametrize("text", ["ha" * 400, "na na na " * 100, "x\n" * 50])
+def test_repetition_without_new_lines_is_seen(text: str) -> None:
+    guard = RepetitionGuard()
+    found = [guard.feed(text[i:i + 7]) for i in range(0, len(text), 7)]
+    assert any(found)
+
+
+def test_varied_text_and_rulers_are_not_a_loop() -> None:
+    guard = RepetitionGuard()
+    text = "".join(f"line {i}: the value is {i * i}\n{'=' * 80}\n" for i in range(500))
+    assert not any(guard.feed(text[i:i + 9]) for i in range(0, len(text), 9))
+
+
+def test_sampling_settings_reach_the_request(session: Session, tmp_path: Path) -> None:
+    provider = ScriptedProvider(["Done."])
+    sampling = Sampling(0.2, 0.9, ("<|im_end|>",))
+    Agent(provider, "m", session, Conversation.create(tmp_path, "s"),
+          sampling=sampling).send("hi")
+    assert provider.requests[0].sampling == sampling
+
+
+def test_compact_prompt_is_short_and_puts_the_common_tools_first(session: Session) -> None:
+    compact = system_prompt(session, compact=True)
+    full = system_prompt(session)
+    assert len(compact) < len(full) / 1.5
+    assert len(compact) / 3 < 600  # tokens, estimated high (three characters each)
+    assert compact.index("## shell") < compact.index("## ipython") < compact.index("## save")
+    assert f"{F}shell 60" not in full  # a default is not written into an example
+
+
+@pytest.mark.parametrize("fmt", ["xml", "tool"])
+def test_each_format_prompt_speaks_only_of_that_format(session: Session, fmt: str,
+                                                       workspace: Path) -> None:
+    with Session(session.toolchain, workspace=workspace, fmt=fmt, sandbox="off") as other:
+        for compact in (False, True):
+            prompt = system_prompt(other, compact=compact)
+            calls = [line for line in prompt.splitlines() if line.startswith(F)
+                     and line.strip() != F]
+            assert calls == [], calls  # no ```tool lines: results may show plain fences
+            assert "langtag" not in prompt and "code block" not in prompt
+
+
+def _messages(count: int, size: int) -> list[Message]:
+    found = [Message("user", "the task " * 10)]
+    for i in range(count):
+        found += [Message("assistant", f"step {i} " + "x" * size),
+                  Message("system", f"result {i} " + "y" * size)]
+    return found
+
+
+def test_history_is_trimmed_whole_exchanges_to_fit() -> None:
+    messages = _messages(20, 300)
+    kept = fit("system prompt", messages, window=2048, reply_tokens=512)
+    assert kept[0] == messages[0] and kept[-1] == messages[-1]
+    assert "earlier messages were left out" in kept[1].content
+    assert kept[2].role == "assistant"  # a reply and its results are kept or left out together
+    assert sum(len(m.content) for m in kept) / 3 < 2048 - 512
+    assert fit("p", messages[:3], window=100_000, reply_tokens=512) == tuple(messages[:3])
+
+
+def test_what_cannot_fit_is_a_clear_error() -> None:
+    with pytest.raises(ContextOverflow, match=r"system prompt .* do not fit"):
+        fit("p" * 9000, [], window=2048, reply_tokens=512)
+    with pytest.raises(ContextOverflow, match="the task and the latest exchange"):
+        fit("p", [Message("user", "t" * 9000)], window=2048, reply_tokens=512)
