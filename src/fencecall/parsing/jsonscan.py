@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-_OUTSIDE_STRING = re.compile(r'[{}"]')
 _INSIDE_STRING = re.compile(r'["\\]')
+# A brace, or a whole string: its escapes skipped in one match, not one loop turn each. A
+# string the text ends inside matches to the end (group 1 then is "" or a pending backslash).
+_TOKEN = re.compile(r'[{}]|"[^"\\]*(?:\\.[^"\\]*)*("|\\?\Z)', re.S)
 
 
 class JsonEndScanner:
@@ -45,14 +47,17 @@ class JsonEndScanner:
                 else:
                     self._escaped = True
                 continue
-            m = _OUTSIDE_STRING.search(text, pos)
+            m = _TOKEN.search(text, pos)
             if m is None:
                 return "more", end
-            ch = m.group()
             pos = m.end()
-            if ch == '"':
-                self._in_string = True
-            elif ch == "{":
+            closing = m.group(1)
+            if closing is not None:  # a string
+                if closing != '"':  # the text ends inside it
+                    self._in_string = True
+                    self._escaped = closing == "\\"
+                    return "more", end
+            elif text[pos - 1] == "{":
                 self._depth += 1
             else:
                 self._depth -= 1

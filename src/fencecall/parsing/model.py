@@ -89,6 +89,14 @@ class ToolCall:
  _set_end) = (getattr(ToolCall, name).__set__ for name in ToolCall.__slots__)
 
 
+def with_end(call: ToolCall, end: int) -> ToolCall:
+    """``call``, its :attr:`~ToolCall.end` set to ``end`` in place: only for a call a reader
+    has just made and no one else holds yet (the scanner learns where a call's text ends only
+    after the reader has read it; a copy per call would cost as much as making it)."""
+    _set_end(call, end)
+    return call
+
+
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
     """Something in a reply that was meant as a call but will not run, said so that the model

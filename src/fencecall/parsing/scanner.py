@@ -32,13 +32,14 @@ Fence rules (see ``docs`` in the README for examples):
 from __future__ import annotations
 
 import functools
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Literal
 
-from .model import FENCED, Codeblock, Diagnostic, ToolCall
+from .model import FENCED, Codeblock, Diagnostic, ToolCall, with_end
 from .syntax import EndFinder, Problem, SpanSyntax, TagSyntax
 from .xmlcalls import CDATA_CLOSE, CDATA_OPEN, find_outside_cdata
 
@@ -53,6 +54,10 @@ _DOCUMENT_LANGTAG = re.compile(r"(?i)^(?:markdown|md|mdx|rst)(?:\s|$)|\.(?:md|ma
 _FILE_ARGUMENT = re.compile(r"/|\.\w+$")
 # The first word of a language tag or tool name: word characters and . + # / ~ : - only.
 _LANGTAG_WORD = re.compile(r"[\w.+#/~:\-]+(?:\s|$)")
+# A run of 3+ backticks and the rest of its line (``.`` stops at a newline). It starts with a
+# literal, which the regex engine finds as fast as ``str.find``; whether only blanks precede
+# the run on its line is checked in Python, for the few runs there are.
+_FENCE_RUN = re.compile(r"(```+)(.*)")
 
 Found = Codeblock | ToolCall
 
@@ -118,11 +123,14 @@ class _NeedleFinder:
             self.mid_line_until = _line_end(self._region, at)
         return start
 
-    def find(self, pos: int) -> tuple[str, int] | None:
+    def find(self, pos: int, skip: str = "") -> tuple[str, int] | None:
+        """The first needle (other than ``skip``) at or after ``pos``, and where it is."""
         best_needle = ""
         best = -1
         following = self._next
         for needle, at in following.items():
+            if needle == skip:
+                continue
             if at != -1 and at < pos:
                 at = following[needle] = self._region.find(needle, pos)
             if at != -1 and (best == -1 or at < best):
@@ -142,10 +150,10 @@ class _Mode(Enum):
 def _holds_files(lang: str) -> bool:
     """Blocks that hold whole documents or files (``markdown``, ``save notes.txt``), whose
     content may itself hold fenced examples."""
-    if _DOCUMENT_LANGTAG.search(lang) is not None:
-        return True
     words = lang.split()
-    return len(words) >= 2 and _FILE_ARGUMENT.search(words[-1]) is not None
+    if len(words) >= 2 and ("/" in words[-1] or _FILE_ARGUMENT.search(words[-1]) is not None):
+        return True  # the common case first: a path (``save src/app.py``)
+    return _DOCUMENT_LANGTAG.search(lang) is not None
 
 
 @functools.lru_cache(maxsize=256)
@@ -174,6 +182,8 @@ class _Fence:
     body: int
     container: bool
     line: int
+    """1-based line of ``start``; 0 until counted (only a block that outlives its region, or
+    is reported, needs one). The same holds for the other open items below."""
     nested: list[int]
     pending_close: int | None = None
     pending_line: int = 0
@@ -220,6 +230,10 @@ class Scanner:
     that were meant but will not run.
     """
 
+    _fast_fences = True
+    """Whether :meth:`_scan_fences` reads fence lines (else every step takes the general
+    rules: a test's subclass turns it off, to check the fast path against them)."""
+
     def __init__(self, *, blocks: Literal["codeblock", "call", "none"] = "codeblock",
                  tags: Sequence[TagSyntax] = (), spans: Sequence[SpanSyntax] = ()):
         self._tags = {syntax.opener: syntax for syntax in tags}
@@ -236,7 +250,10 @@ class Scanner:
         self._span: _Span | None = None
         self._offset = 0
         self._lines = 0
-        """Newlines before the region being scanned (for diagnostics' line numbers)."""
+        """Newlines before the region being scanned (for diagnostics' line numbers), but for
+        those in :attr:`_uncounted`."""
+        self._uncounted: list[tuple[str, int]] = []
+        """The last regions scanned, and from where their newlines are not counted yet."""
         self._region_base = 0
         self._region = ""
         self._counted_to = 0
@@ -248,6 +265,10 @@ class Scanner:
         end only needs to be kept (the fast path of :meth:`feed`)."""
         self._kept: list[str] = []
         self._kept_base = 0
+        self._runs: Iterator[re.Match[str]] | None = None
+        """The runs of backticks in the region being scanned, found once each."""
+        self._run: re.Match[str] | None = None
+        """The run :meth:`_scan_fences` stopped at, to be looked at again."""
         self._finished = False
         self.diagnostics: list[Diagnostic] = []
         """Calls that were meant but will not run, in the order they were found."""
@@ -368,13 +389,26 @@ class Scanner:
         end = len(region)
         pos = 0
         finder = _NeedleFinder(region, self._needles)
+        self._runs = None
+        self._run = None
         fence = self._fence
         if fence is not None and fence.pending_close is not None:
             self._decide_pending(fence, region, 0, base, final, out)
+        hit: tuple[str, int] | None = None
         while pos < end:
             mode = self._mode
+            if mode is _Mode.FENCE or (mode is _Mode.OUTSIDE and (hit := finder.find(pos))
+                                       is not None and hit[0] == "```"):
+                pos = self._scan_fences(region, pos, base, out, finder)
+                if pos >= end:
+                    break
+                mode = self._mode  # what the fast loop left to the step below
+                if mode is _Mode.OUTSIDE:
+                    hit = finder.find(pos)
             if mode is _Mode.OUTSIDE:
-                pos = self._scan_outside(region, pos, base, finder)
+                if hit is None:
+                    break
+                pos = self._scan_outside(region, hit, base, finder)
             elif mode is _Mode.FENCE:
                 pos = self._scan_fence(region, pos, base, final, out)
             elif mode is _Mode.THINK:
@@ -383,13 +417,23 @@ class Scanner:
                 pos = self._scan_tag(region, pos, base, out)
             else:
                 pos = self._scan_span(region, pos, base, out)
-        self._lines += region.count("\n")
+        for held in (self._fence, self._think, self._tag, self._span):
+            if held is not None and not held.line:  # it outlives the region that held it
+                held.line = self._line_of(held.start)
+        self._lines += self._counted_lines
+        if self._counted_to < len(region):
+            self._uncounted.append((region, self._counted_to))
+            if len(self._uncounted) > 2:  # streaming: count as it goes, a region behind
+                earlier, counted_to = self._uncounted.pop(0)
+                self._lines += earlier.count("\n", counted_to)
         self._trim_kept()
         return out
 
     def _line_of(self, at: int) -> int:
         """The 1-based line of offset ``at`` in the region being scanned. Lines are counted on
         from the last offset asked about, so a region's line numbers cost one pass."""
+        if self._uncounted:
+            self._count_lines()
         rel = at - self._region_base
         if rel < self._counted_to:
             self._counted_to = self._counted_lines = 0
@@ -397,10 +441,17 @@ class Scanner:
         self._counted_to = rel
         return self._lines + self._counted_lines + 1
 
-    def _scan_outside(self, region: str, pos: int, base: int, finder: _NeedleFinder) -> int:
-        hit = finder.find(pos)
-        if hit is None:
-            return len(region)
+    def _count_lines(self) -> None:
+        """Count the newlines of earlier regions that :meth:`_scan_region` left uncounted:
+        only a diagnostic needs a line number, so a whole reply is not counted at all
+        unless one is made."""
+        for region, counted_to in self._uncounted:
+            self._lines += region.count("\n", counted_to)
+        self._uncounted = []
+
+    def _scan_outside(self, region: str, hit: tuple[str, int], base: int,
+                      finder: _NeedleFinder) -> int:
+        """Take the needle ``hit`` (the first at or after the position reached)."""
         needle, at = hit
         line_start = finder.line_start_before(at) if needle in self._line_start_needles else at
         if line_start is None:
@@ -418,21 +469,21 @@ class Scanner:
         if needle == "<think":
             for tag in _THINK_TAGS:
                 if region.startswith(tag, at):
-                    self._think = _Think("</" + tag[1:], base + at, self._line_of(base + at))
+                    self._think = _Think("</" + tag[1:], base + at, 0)
                     self._mode = _Mode.THINK
                     return at + len(tag)
             return at + 1
         tag_syntax = self._tags.get(needle)
         if tag_syntax is not None:
             self._tag = _Tag(tag_syntax, base + at, base + at + len(needle),
-                             self._line_of(base + at))
+                             0)
             self._mode = _Mode.TAG
             return at + len(needle)
         for span in self._spans[needle]:
             m = span.opener.match(region, at)
             if m is not None:
                 line_end = region.find("\n", at)
-                self._span = _Span(span, m, base + at, base + m.end(), self._line_of(base + at),
+                self._span = _Span(span, m, base + at, base + m.end(), 0,
                                    base + (len(region) if line_end == -1 else line_end + 1),
                                    span.end())
                 self._mode = _Mode.SPAN
@@ -451,8 +502,121 @@ class Scanner:
 
     def _open_fence(self, ticks: int, lang: str, start: int, body: int) -> None:
         container = ticks == 3 and _holds_files(lang)
-        self._fence = _Fence(ticks, lang, start, body, container, self._line_of(start), [])
+        self._fence = _Fence(ticks, lang, start, body, container, 0, [])
         self._mode = _Mode.FENCE
+
+    def _scan_fences(self, region: str, pos: int, base: int, out: list[Found],
+                     finder: _NeedleFinder) -> int:
+        """Read the fence lines from ``pos`` on, as long as only the common rules apply;
+        return where :meth:`_scan_region` must take one step with the general rules (or the
+        end of the region).
+
+        Most of a reply is prose and code between fence lines, and most blocks are opened
+        and closed by a plain fence each. One regular expression iterator jumps from one run
+        of backticks to the next (the lines between them are never looked at in Python), and
+        a block opened and closed here lives in local variables only: no object, and no line
+        number (counted only if the block outlives the region, for a diagnostic). What the
+        common rules do not cover is left to the general step, at the run of backticks: a
+        block that holds documents or nested blocks, a glued fence, and, outside blocks, any
+        other needle (thinking, a tag, a span) that comes first.
+
+        The iterator lives as long as the region, so each run is found once however often
+        the general step takes over: the scan stays linear.
+        """
+        if not self._fast_fences:
+            return pos
+        held = self._fence
+        if held is not None:
+            if held.nested or held.pending_close is not None:
+                return pos
+            ticks, lang, start, body = held.ticks, held.lang, held.start, held.body
+            container = held.container
+        else:
+            ticks, lang, start, body = 0, "", 0, 0  # ticks == 0: no block is open
+            container = False
+        runs = self._runs
+        if runs is None:
+            runs = self._runs = _FENCE_RUN.finditer(region)
+        elif self._run is not None:  # the run the last call stopped at comes first
+            runs = itertools.chain((self._run,), runs)
+        blocks = self._blocks
+        stop = -1  # where the next other needle is, when outside a block (-1: not known)
+        for m in runs:
+            at = m.start()
+            if at < pos:
+                continue  # the general step went past it
+            if at and region[at - 1] != "\n":
+                line_start = region.rfind("\n", 0, at) + 1
+                if region[line_start:at].strip(" \t"):
+                    continue  # not at the start of its line: prose or content
+            else:
+                line_start = at
+            run, info = m.groups()
+            count = len(run)
+            glued = count >= 6 and count % 2 == 0 and info[:1] not in ("", " ", "\t", "`")
+            if not ticks:  # outside a block
+                if stop < pos:
+                    hit = finder.find(pos, "```")
+                    stop = len(region) if hit is None else hit[1]
+                if at >= stop:
+                    break  # the other needle comes first
+                if glued:
+                    pos = at
+                    break
+                pos = m.end()
+                if "`" in info:
+                    continue  # ```x``` inline: prose
+                lang = info.strip()
+                ticks, start, body = count, base + at, base + pos + 1
+                container = count == 3 and _holds_files(lang)
+                continue
+            if glued:
+                pos = at
+                break
+            if "`" in info:
+                continue  # content
+            if not info.strip():
+                if count != ticks:
+                    continue  # shorter: content; longer: content (nothing is nested)
+                if container:  # it closes unless a line of text follows (an example opens)
+                    after = m.end() + 1
+                    if after >= len(region):
+                        pos = at  # the next line is not here yet, or there is none
+                        break
+                    newline = region.find("\n", after)
+                    following = (region[after:] if newline == -1
+                                 else region[after:newline]).strip()
+                    if following and not following.startswith("```"):
+                        pos = at
+                        break
+                pos = m.end()
+                if blocks != "none":
+                    close = base + line_start - 1
+                    content = (region[body - base : close - base] if body >= base
+                               else self._slice(body, close)) if close > body else ""
+                    if blocks == "codeblock":
+                        out.append(Codeblock(lang, content, start))
+                    elif lang:
+                        name, argline = _name_and_argline(lang)
+                        out.append(ToolCall(name, argline, content, None, None, start, FENCED,
+                                            base + pos))
+                ticks = 0
+                continue
+            if count >= ticks if _is_langtag(info) else count == ticks:
+                pos = at  # a nested block opens, or a glued close: the general rules
+                break
+        else:  # no fence line follows
+            m = None
+            if ticks or finder.find(pos, "```") is None:
+                pos = len(region)
+        self._run = m
+        if not ticks:
+            self._fence = None
+            self._mode = _Mode.OUTSIDE
+        elif held is None or held.start != start:
+            self._fence = _Fence(ticks, lang, start, body, container, 0, [])
+            self._mode = _Mode.FENCE
+        return pos
 
     def _scan_fence(self, region: str, pos: int, base: int, final: bool,
                     out: list[Found]) -> int:
@@ -609,8 +773,7 @@ class Scanner:
         """A call goes out (ending at ``end``); a problem becomes a diagnostic on its own line
         (``line`` is that of the offset ``opened``, where the call's opener stands)."""
         if isinstance(item, ToolCall):
-            out.append(ToolCall(item.name, item.argline, item.content, item.kwargs, item.call_id,
-                                item.start, item.format, end))  # dataclasses.replace is slower
+            out.append(with_end(item, end))
             return
         if item.start >= self._region_base:
             line = self._line_of(item.start)
@@ -642,6 +805,7 @@ class Scanner:
             self._tag = self._span = None
             self._kept = []
             self._lines = lines_before
+            self._uncounted = []
             out.extend(self._scan_region(text, offset, final=True))
 
     def _fall_back(self, out: list[Found]) -> tuple[int, int] | None:

@@ -44,7 +44,8 @@ class TagSyntax:
     """Calls between ``opener`` and ``closing`` (``<tool-use>…</tool-use>``).
 
     ``read(body, offset)`` turns the text between them (``offset`` is where it starts in the
-    reply) into calls and problems. ``<![CDATA[…]]>`` sections in the body are skipped when
+    reply) into calls and problems, each call a new object (the scanner sets its ``end``
+    in place). ``<![CDATA[…]]>`` sections in the body are skipped when
     looking for the closing tag, and an opener repeated before the closing tag supersedes the
     first (which was only mentioned in prose).
     """
@@ -60,8 +61,9 @@ class SpanSyntax:
     ``end()`` says (``@name(id): {json}``, ``[name(arg=1)]``).
 
     ``read(match, text, start)`` gets the opener's match, the text from the match's end to the
-    span's end, and the span's offset, and gives its calls (a span may hold several) or the
-    problem. ``label(match)`` names the call in diagnostics.
+    span's end, and the span's offset, and gives its calls (a span may hold several; each a
+    new object, as for :class:`TagSyntax`) or the problem. ``label(match)`` names the call
+    in diagnostics.
     """
 
     needle: str

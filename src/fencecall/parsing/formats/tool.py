@@ -20,6 +20,8 @@ from .toolcall import tool_call_tag
 NAME = "tool"
 _CALL_ID_RE = re.compile(r"[^()\s]*")
 _CALL_AT = re.compile(rf"@(?P<name>{TOOL_NAME})\((?P<id>[^()\s]*)\):[ \t]*(?=\{{)")
+_DECODER = json.JSONDecoder(strict=False)
+"""``json.loads(text, strict=False)`` makes a decoder per call; one does for all."""
 
 
 def _label(match: re.Match[str]) -> str:
@@ -29,11 +31,12 @@ def _label(match: re.Match[str]) -> str:
 def read_at_call(match: re.Match[str], text: str, start: int) -> tuple[Read]:
     """The call an ``@name(id): {json}`` span makes. Raw newlines and tabs in strings are
     accepted, as models write them."""
-    name, label = match.group("name"), _label(match)
+    name = match.group("name")
     try:
-        value = json.loads(text, strict=False)  # an object: the span starts at its brace
+        value = _DECODER.decode(text)  # an object: the span starts at its brace
     except (ValueError, RecursionError) as err:
-        return (Problem(start, label, f"has arguments that are not valid JSON ({err})", name),)
+        return (Problem(start, _label(match), f"has arguments that are not valid JSON ({err})",
+                        name),)
     return (ToolCall(name, kwargs=value, call_id=match.group("id") or None, start=start,
                      format=NAME),)
 

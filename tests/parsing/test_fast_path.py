@@ -1,0 +1,117 @@
+"""The fast path of the scanner (fence lines read by one regex iterator, see
+``Scanner._scan_fences``) finds exactly what the general rules find, whole or streamed."""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fencecall.parsing.jsonscan import JsonEndScanner
+from fencecall.parsing.model import Diagnostic, ToolCall
+from fencecall.parsing.scanner import Found, Scanner
+
+from .test_properties import texts
+
+
+class GeneralRules(Scanner):
+    _fast_fences = False
+
+
+FENCES = ["```", "````", "`````", "``````", "```shell", "````shell", "```save a.md",
+          "```save src/a.py", "```patch x/y.py", "```markdown", "```md", "````save d.md",
+          "``````shell", "```x```", "```<think>", "  ```", "\t```python", "   ````", "``` ",
+          "```shell extra words", "``````", "```````"]
+PROSE = ["text", "", " ", "  indented", "a ``` b", "`` not a fence", "<think>", "</think>",
+         "<thinking>", "</thinking>", "<tool-use>", "</tool-use>", "<shell>ls</shell>",
+         "<![CDATA[", "]]>", "<![CDATA[</tool-use>]]>", '@shell(1): {"command": "ls"}',
+         "@x(2): {", "}", "# title", "- item"]
+ENDS = ["\n", "\r\n", "\r"]
+line = st.sampled_from(FENCES) | st.sampled_from(PROSE) | st.text(max_size=6)
+# A block: an opening fence, a few lines, a bare fence, and the line after it (which decides
+# whether a bare fence in a document block closes it).
+block = st.builds(lambda opener, inside, closer, after: [opener, *inside, closer, after],
+                  st.sampled_from(FENCES), st.lists(line, max_size=4),
+                  st.sampled_from(["```", "````", "  ```", "``````"]), line)
+pieces = st.lists(line.map(lambda text: [text]) | block, max_size=12).map(
+    lambda parts: [text for part in parts for text in part])
+lines = st.tuples(pieces, st.lists(st.sampled_from(ENDS), min_size=1, max_size=3)).map(
+    lambda both: "".join(text + both[1][i % len(both[1])] for i, text in enumerate(both[0])))
+fence_texts = lines | texts
+kinds = st.sampled_from(["codeblock", "call", "none"])
+syntaxes = st.sampled_from(["markdown", "xml", "tool"])
+
+
+def _scanner(cls: type[Scanner], blocks: str, syntax: str) -> Scanner:
+    from fencecall.parsing.formats.tool import AT_CALLS, LEFT_IN_CONTENT
+    from fencecall.parsing.formats.xml import TAGS
+
+    tags = {"markdown": (), "xml": TAGS, "tool": LEFT_IN_CONTENT}[syntax]
+    spans = (AT_CALLS,) if syntax == "tool" else ()
+    return cls(blocks=blocks, tags=tags, spans=spans)  # type: ignore[arg-type]
+
+
+def _run(scanner: Scanner, chunks: list[str]) -> tuple[list[Found], list[Diagnostic], list[int]]:
+    found: list[Found] = []
+    for chunk in chunks:
+        found += scanner.feed(chunk)
+    found += scanner.finish()
+    ends = [item.end for item in found if isinstance(item, ToolCall)]  # not in equality
+    return found, scanner.diagnostics, ends
+
+
+@settings(max_examples=500)
+@given(fence_texts, kinds, syntaxes)
+def test_whole_text_fast_path_equals_the_general_rules(text: str, blocks: str,
+                                                       syntax: str) -> None:
+    fast = _run(_scanner(Scanner, blocks, syntax), [text])
+    assert fast == _run(_scanner(GeneralRules, blocks, syntax), [text])
+
+
+@settings(max_examples=300)
+@given(fence_texts, kinds, syntaxes, st.lists(st.integers(min_value=0), max_size=20))
+def test_streamed_fast_path_equals_the_general_rules(text: str, blocks: str, syntax: str,
+                                                     cuts: list[int]) -> None:
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    chunks = [text[a:b] for a, b in itertools.pairwise([0, *points, len(text)])]
+    general = _run(_scanner(GeneralRules, blocks, syntax), [text])
+    assert _run(_scanner(Scanner, blocks, syntax), chunks) == general
+    by_line = text.replace("\r\n", "\n").replace("\r", "\n").splitlines(keepends=True)
+    assert _run(_scanner(Scanner, blocks, syntax), by_line) == general
+
+
+def test_a_block_that_outlives_its_region_keeps_its_line() -> None:
+    scanner = Scanner(blocks="call")
+    scanner.feed("intro\n\n```shell\nls\n")
+    scanner.feed("more\n")
+    scanner.finish()
+    [diagnostic] = scanner.diagnostics
+    assert diagnostic.line == 3 and "line 3" in diagnostic.message
+
+
+@given(st.lists(st.sampled_from(['{', '}', '"', '\\', 'a', ' ', '\n', '\\"', '{"a": "}"}']),
+                max_size=30), st.lists(st.integers(min_value=0), max_size=8))
+def test_json_end_is_the_same_in_any_pieces(parts: list[str], cuts: list[int]) -> None:
+    text = "{" + "".join(parts)
+
+    def one_char_at_a_time() -> tuple[str, int]:
+        scanner = JsonEndScanner()
+        for i in range(len(text)):
+            status, index = scanner.scan(text[i], 0)
+            if status == "end":
+                return status, i + index
+        return "more", len(text)
+
+    def in_pieces() -> tuple[str, int]:
+        scanner = JsonEndScanner()
+        points = sorted({c % (len(text) + 1) for c in cuts})
+        done = 0
+        for a, b in itertools.pairwise([0, *points, len(text)]):
+            status, index = scanner.scan(text[a:b], 0)
+            if status == "end":
+                return status, a + index
+            done = b
+        return "more", done
+
+    assert in_pieces() == one_char_at_a_time()
