@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -36,6 +36,9 @@ class Reply:
     retry_after: str | None = None
     usage: tuple[int, int] = (12, 7)
     """(input, output) tokens the reply reports."""
+    latency: float = 0.0
+    """Seconds before the first event: the model's time to answer, once per reply (``delay``
+    is slept after every event)."""
 
 
 @dataclass
@@ -48,11 +51,27 @@ class Served:
     disconnected: bool = False
 
 
-class FakeModelServer:
-    """``with FakeModelServer([Reply(...), ...]) as server: server.openai_url``."""
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024
+    """Many clients connect at once (batch runs): a short listen backlog would make some of
+    them wait for a SYN retry."""
 
-    def __init__(self, replies: list[Reply]):
-        self.replies = list(replies)
+
+Responder = Callable[[dict[str, Any]], Reply]
+
+
+class FakeModelServer:
+    """``with FakeModelServer([Reply(...), ...]) as server: server.openai_url``.
+
+    ``respond``, when given, chooses each request's reply from its JSON body (for many
+    conversations at once, say by their prompt) instead of the recorded list; it is called
+    from the server's threads, one per request.
+    """
+
+    def __init__(self, replies: list[Reply] | None = None, *,
+                 respond: Responder | None = None):
+        self.replies = list(replies or ())
+        self.respond = respond
         self.requests: list[Served] = []
         self._lock = threading.Lock()
         server = self
@@ -67,10 +86,16 @@ class FakeModelServer:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 served = Served(self.path, body, {k.lower(): v for k, v in self.headers.items()})
+                respond = server.respond
                 with server._lock:
                     server.requests.append(served)
-                    reply = server.replies.pop(0) if server.replies else Reply(
-                        "(no more recorded replies)")
+                    reply = (Reply() if respond is not None
+                             else server.replies.pop(0) if server.replies
+                             else Reply("(no more recorded replies)"))
+                if respond is not None:
+                    reply = respond(body)
+                if reply.latency:
+                    time.sleep(reply.latency)
                 if reply.status != 200:
                     self._error(reply)
                     return
@@ -115,7 +140,7 @@ class FakeModelServer:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 

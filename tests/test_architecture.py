@@ -23,6 +23,7 @@ LAYERS = (
     ("fencecall.config",),
     ("fencecall.execution", "fencecall.providers"),
     ("fencecall.agent", "fencecall.serve"),
+    ("fencecall.batch",),
     ("fencecall.cli",),
 )
 """Bottom to top: a module may import from its own layer's other parts only where the test

@@ -8,9 +8,13 @@
     │   ├── UnknownToolError    (tools.registry) an allowlist names no tool
     │   ├── ToolLoadError       (tools.loading) a tool file or plugin would not load
     │   ├── ConversationError   (agent.conversation) a bad, taken or missing name
+    │   ├── ContextOverflow     (agent.context) the prompt and task cannot fit the window
+    │   ├── TaskError           (batch.tasks) a bad line in a batch's tasks file
+    │   ├── ResultFileError     (batch.results) a batch's results file cannot be used
     │   └── InputError          (cli.inputs) a file the user named cannot be read
     ├── ToolError               the model's to hear: the call's result, with status "error"
-    │   └── ArgumentError       (tools.arguments) arguments that do not fit the parameters
+    │   ├── ArgumentError       (tools.arguments) arguments that do not fit the parameters
+    │   └── McpServerError      (tools.mcp) an MCP server failed to start, crashed, or hung
     └── ProviderError           (providers) the model API failed; the loop stops and says so
 
 A tool raises :class:`ToolError` with a message written for the model; the execution

@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import __version__
 from ..parsing import FORMATS, MARKDOWN
 
-COMMANDS = ("parse", "run", "chat", "list", "stats", "tools", "mcp")
+COMMANDS = ("parse", "run", "chat", "list", "stats", "tools", "mcp", "batch")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
 
 
@@ -147,6 +147,52 @@ def build_parser() -> argparse.ArgumentParser:
                        help="require 'Authorization: Bearer <token>' over HTTP, the token "
                             "read from environment variable VAR")
     serve.set_defaults(handler="fencecall.cli.serve_cmd:run")
+
+    batch = commands.add_parser(
+        "batch", help="run many tasks from a JSONL file, each in a session of its own",
+        description="Run each task of TASKS (JSONL: id, prompt, and optionally workspace, "
+                    "model, tools, format, max_steps, timeout, metadata) in a session of its "
+                    "own (a copy of its workspace, its own shell, interpreter and log), many "
+                    "at once, and append one line per finished task to RESULTS. Run it again "
+                    "with the same --out to resume: finished tasks are skipped. Nobody is "
+                    "asked: with -y every call runs (in the sandbox), without it calls that "
+                    "need a yes are declined.")
+    batch.add_argument("tasks", metavar="TASKS", type=Path, help="the tasks, one JSON a line")
+    batch.add_argument("--out", "-o", type=Path, required=True, metavar="RESULTS",
+                       help="results file (JSONL), appended to; its tasks are not run again")
+    batch.add_argument("--concurrency", "-j", type=_at_least(1), default=8, metavar="N",
+                       help="tasks at once (default 8; per shard with --ray)")
+    batch.add_argument("--model", "-m", help="provider/name for tasks that name none")
+    batch.add_argument("--format", "-f", choices=list(FORMATS), default=None,
+                       help="how tool calls are written, for tasks that say not")
+    batch.add_argument("--tools", "-t", metavar="LIST",
+                       help="comma-separated allowlist, for tasks that give none")
+    batch.add_argument("-y", "--yes", action="store_true",
+                       help="run every call (in the sandbox); without it, calls that need a "
+                            "yes are declined and the model is told so")
+    batch.add_argument("--sandbox", choices=SANDBOX_POLICIES, default=None,
+                       help="what shell and python commands may do (default: the "
+                            "configuration's, workspace-write)")
+    batch.add_argument("--network", action="store_true", default=None,
+                       help="let sandboxed commands reach the network")
+    batch.add_argument("--max-steps", type=_at_least(1), metavar="N",
+                       help="model replies per task, for tasks that say not")
+    batch.add_argument("--max-tokens", type=_at_least(1), metavar="N",
+                       help="output tokens asked of the model per reply")
+    batch.add_argument("--timeout", type=_at_least(0.001, float), metavar="SECONDS",
+                       help="time limit of one task, for tasks that give none (default: none)")
+    batch.add_argument("--request-timeout", type=_at_least(0.001, float), metavar="SECONDS",
+                       help="how long to wait for the model's server")
+    batch.add_argument("--retries", type=_at_least(0), metavar="N",
+                       help="tries again after a failed request or a broken reply stream")
+    batch.add_argument("--dir", type=Path, default=None, metavar="DIR",
+                       help="folder for the tasks' workspaces and logs (default: RESULTS.d)")
+    batch.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                       help="run shards of tasks on Ray: a new local instance, or the cluster "
+                            "at ADDRESS (needs pip install 'fencecall[ray]')")
+    batch.add_argument("--shard-size", type=_at_least(1), metavar="N",
+                       help="tasks per Ray shard (default: 4 x --concurrency)")
+    batch.set_defaults(handler="fencecall.cli.batch_cmd:run")
 
     listing = commands.add_parser("list", help="list saved conversations")
     listing.set_defaults(handler="fencecall.cli.chat_cmd:list_conversations")

@@ -1,0 +1,50 @@
+"""Many independent agent sessions at once: ``fencecall batch`` and its Python API.
+
+::
+
+    from fencecall.batch import BatchOptions, load_tasks, run_batch
+
+    options = BatchOptions(load_config(), folder=Path("runs/1"), concurrency=50, yes=True)
+    for result in run_batch(load_tasks(Path("tasks.jsonl")), options,
+                            out=Path("runs/1/results.jsonl")):
+        print(result.id, result.status, result.steps, result.tokens)
+
+Modules, one job each: :mod:`.tasks` (the JSONL tasks), :mod:`.workspace` (a task's own
+copy, and its diff), :mod:`.runner` (one task), :mod:`.results` (the append-only results and
+resuming), :mod:`.scheduler` (asyncio over worker threads), :mod:`.ray_backend` (shards on
+Ray) and :mod:`.progress` (what the terminal shows).
+"""
+
+from .results import STATUSES, ResultFile, ResultFileError, TaskResult, ToolCallRecord
+from .runner import BatchOptions, Runner, Stop
+from .scheduler import (
+    BatchEvent,
+    BatchInterrupted,
+    TaskStarted,
+    batch_events,
+    run_batch,
+    run_events,
+)
+from .tasks import Task, TaskError, WorkspaceSpec, load_tasks, parse_tasks
+
+__all__ = [
+    "STATUSES",
+    "BatchEvent",
+    "BatchInterrupted",
+    "BatchOptions",
+    "ResultFile",
+    "ResultFileError",
+    "Runner",
+    "Stop",
+    "Task",
+    "TaskError",
+    "TaskResult",
+    "TaskStarted",
+    "ToolCallRecord",
+    "WorkspaceSpec",
+    "batch_events",
+    "load_tasks",
+    "parse_tasks",
+    "run_batch",
+    "run_events",
+]

@@ -1,0 +1,120 @@
+"""The batch on a Ray cluster, when one machine is not enough (``pip install 'fencecall[ray]'``).
+
+The tasks are cut into shards; each shard is one Ray task (one CPU) that runs the asyncio
+scheduler of :mod:`.scheduler` over its tasks, so many sessions share one worker, and
+streams each start and each result back as it happens (a Ray streaming generator). Ray
+places the shards and runs a shard again when its worker is lost; this process, the
+driver, is the only writer of the results file and writes each task id at most once, so a
+shard that runs twice, or a batch killed and rerun, still leaves every task exactly once.
+
+Task workspaces (copied folders, local repositories) and the batch folder must be reachable
+at the same paths on the workers: the same machine, or a shared file system. The options
+travel with each shard, the providers' keys among them (``BatchOptions.secrets``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from .results import ResultFile, TaskResult
+from .runner import BatchOptions
+from .scheduler import TaskStarted, run_events
+from .tasks import Task, check_unique
+
+INSTALL_HINT = "pip install 'fencecall[ray]'"
+WAIT_STEP = 1.0
+"""Seconds between checks for Ctrl-C while no shard reports."""
+
+
+def shard_events(tasks: list[Task], options: BatchOptions) -> Generator[dict[str, Any], None, None]:
+    """What runs on a Ray worker: one shard's tasks through the asyncio scheduler, each start
+    and result as a plain record."""
+    for event in run_events(tasks, options):
+        if isinstance(event, TaskStarted):
+            yield {"started": event.id}
+        else:
+            yield {"result": event.record()}
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise UserError(f"the Ray backend needs Ray: {INSTALL_HINT}") from None
+    return ray
+
+
+def run_batch_ray(tasks: Iterable[Task], options: BatchOptions, *,
+                  out: ResultFile | Path | None = None,
+                  on_start: Callable[[str], None] | None = None,
+                  address: str | None = None, shard_size: int | None = None,
+                  on_note: Callable[[str], None] | None = None
+                  ) -> Generator[TaskResult, None, None]:
+    """:func:`~.scheduler.run_batch` on Ray: the same skipping of finished tasks, the same
+    appending of each result, the same results. Connects to Ray at ``address`` (None: the
+    running instance, ``RAY_ADDRESS``, or a new local one) unless already connected. A
+    shard that fails for good is said through ``on_note``; its unfinished tasks keep no
+    result and run when the batch is resumed."""
+    ray = _ray()
+    listed = check_unique(tasks)
+    file = ResultFile(out) if isinstance(out, Path) else out
+    try:
+        written = set(file.finished) if file is not None else set()
+        listed = [task for task in listed if task.id not in written]
+        if not listed:
+            return
+        if not ray.is_initialized():
+            ray.init(address=address, log_to_driver=False)
+        size = shard_size or max(1, options.concurrency * 4)
+        shards = [listed[i : i + size] for i in range(0, len(listed), size)]
+        remote = ray.remote(shard_events).options(num_returns="streaming", num_cpus=1,
+                                                  max_retries=3)
+        running = [remote.remote(shard, options) for shard in shards]
+        try:
+            yield from _collect(ray, running, file, written, on_start, on_note)
+        except BaseException:  # Ctrl-C, SIGTERM: stop the shards; their tasks rerun later
+            for generator in running:
+                ray.cancel(generator)
+            raise
+    finally:
+        if file is not None and isinstance(out, Path):
+            file.close()
+
+
+def _collect(ray: Any, running: list[Any], file: ResultFile | None, written: set[str],
+             on_start: Callable[[str], None] | None,
+             on_note: Callable[[str], None] | None) -> Generator[TaskResult, None, None]:
+    while running:
+        ready, _ = ray.wait(running, num_returns=1, timeout=WAIT_STEP)
+        for generator in ready:
+            try:
+                record = ray.get(next(generator))
+            except StopIteration:
+                running.remove(generator)
+                continue
+            except ray.exceptions.RayError as err:
+                running.remove(generator)
+                if on_note is not None:
+                    on_note(f"a shard failed ({_first_line(err)}); its unfinished tasks "
+                            "have no result and run when the batch is resumed")
+                continue
+            if "started" in record:
+                if on_start is not None and record["started"] not in written:
+                    on_start(record["started"])
+                continue
+            result = TaskResult.from_record(record["result"])
+            if result.id in written:  # a shard that ran again: its first result counts
+                continue
+            written.add(result.id)
+            if file is not None:
+                file.append(result)
+            yield result
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__
+

@@ -1,0 +1,178 @@
+"""Batch results: one JSON line per finished task in an append-only file, and resuming.
+
+Each result is one ``write`` on an ``O_APPEND`` descriptor, then fsynced, so a kill at any
+moment loses at most the line being written. Opening the file reads the ids already there
+(those tasks are finished and are not run again) and sets a torn last line aside in a side
+file, so its task runs again and gets exactly one complete line. The file is locked while a
+batch writes it: two batches on one file would run tasks twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+
+STATUSES = ("done", "step-limit", "gave-up", "error", "timeout")
+"""How a task ended: the model answered; it hit its step limit; reply after reply ran
+nothing despite feedback; the model or the task's setup failed; it ran past its timeout."""
+
+
+class ResultFileError(UserError, OSError):
+    """The results file cannot be used (another batch holds it, or it cannot be opened)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One tool call of a task: its tool, ``ok`` or its failure status, how long it took,
+    and for a failure the start of what the model was told."""
+
+    tool: str
+    outcome: str
+    duration_s: float | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResult:
+    """What one task came to: a line of the results file (:meth:`record`)."""
+
+    id: str
+    status: str
+    final: str | None = None
+    """The model's last reply (its answer when ``status`` is done)."""
+    error: str | None = None
+    steps: int = 0
+    """Model replies."""
+    tool_calls: tuple[ToolCallRecord, ...] = ()
+    tool_errors: int = 0
+    tokens: Mapping[str, int] = field(default_factory=dict)
+    unmetered_replies: int = 0
+    """Replies without a token count (a reply stopped at its call is cut before the server
+    reports usage), as in ``fencecall stats``."""
+    cost_usd: str | None = None
+    """Decimal text; None when any reply's price is unknown (a local model, say)."""
+    model: str | None = None
+    wall_s: float = 0.0
+    diff: str | None = None
+    """``git diff`` of the workspace against where it started, when it is a repository."""
+    log: str | None = None
+    workspace: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    started: str | None = None
+    finished: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status != "done"
+
+    def record(self) -> dict[str, Any]:
+        record = asdict(self)
+        record["tool_calls"] = [{k: v for k, v in call.items() if v is not None}
+                                for call in record["tool_calls"]]
+        return record
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> TaskResult:
+        known = {name: record[name] for name in cls.__dataclass_fields__ if name in record}
+        known["tool_calls"] = tuple(ToolCallRecord(**call)
+                                    for call in record.get("tool_calls") or ())
+        return cls(**known)
+
+
+class ResultFile:
+    """The results of a batch, open for appending; :attr:`records` maps the ids already
+    finished to their records, :attr:`notes` says what was wrong with the file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._fd: int | None = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as err:
+            raise ResultFileError(f"{path}: cannot open the results file ({err})") from None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.close()
+            raise ResultFileError(f"{path}: another fencecall batch is writing this results "
+                                  "file; wait for it or choose another --out") from None
+        self.records: dict[str, dict[str, Any]] = {}
+        self.notes: list[str] = []
+        self._load()
+
+    def _load(self) -> None:
+        assert self._fd is not None
+        with open(self._fd, "rb", closefd=False) as handle:
+            data = handle.read()
+        valid_end = data.rfind(b"\n") + 1
+        for number, line in enumerate(data[:valid_end].split(b"\n")[:-1], 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                record = None
+            if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+                self.notes.append(f"line {number} of {self.path} is not a result and was "
+                                  "skipped")
+            elif record["id"] in self.records:
+                self.notes.append(f"line {number} of {self.path} repeats task "
+                                  f"{record['id']!r}; the first result counts")
+            else:
+                self.records[record["id"]] = record
+        if valid_end < len(data):
+            self._set_aside(data[valid_end:], valid_end)
+
+    def _set_aside(self, fragment: bytes, valid_end: int) -> None:
+        """Move a torn last line (a kill or a full disk mid-write) into a side file and cut
+        the file back to its complete lines: its task has no result and runs again."""
+        assert self._fd is not None
+        side = self.path.with_name(f"{self.path.name}.torn-{datetime.now(UTC):%Y%m%d-%H%M%S-%f}")
+        fd = os.open(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, fragment)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.ftruncate(self._fd, valid_end)
+        os.fsync(self._fd)
+        self.notes.append(f"the last line of {self.path} was torn (a kill mid-write): its "
+                          f"{len(fragment)} bytes were set aside in {side.name}, and its task "
+                          "runs again")
+
+    @property
+    def finished(self) -> frozenset[str]:
+        return frozenset(self.records)
+
+    def append(self, result: TaskResult | Mapping[str, Any]) -> None:
+        """Add one result as one fsynced line."""
+        if self._fd is None:
+            raise ResultFileError(f"{self.path}: the results file is closed")
+        record = result.record() if isinstance(result, TaskResult) else dict(result)
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+        written = os.write(self._fd, line)
+        if written != len(line):
+            raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
+        os.fsync(self._fd)
+        self.records[str(record["id"])] = record
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> ResultFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,357 @@
+"""One batch task, start to end: its workspace, session, conversation log, agent and result.
+
+:meth:`Runner.run` is synchronous (the agent loop blocks on the model's stream and on tool
+processes) and runs in a worker thread. It never raises: whatever goes wrong becomes the
+result's status. A :class:`Stop` lets the scheduler end it from outside (a timeout, or the
+batch stopping): calls not yet started are blocked, the next model event or request raises,
+a retry's backoff wakes up, and the task's shell processes are killed, so a command that
+hangs ends now. The session itself is closed by the worker, never from another thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..agent import Agent, Conversation, Outcome
+from ..agent.stats import TOKEN_KINDS, collect
+from ..config import Config
+from ..errors import UserError
+from ..execution import Session, auto_no, auto_yes
+from ..message import Message
+from ..providers import ChatRequest, Provider, ProviderError, StreamEvent, get_provider
+from ..tools import Block, HookRegistry, Toolchain
+from ..tools.events import TOOL_PRE_EXECUTE, ToolPreExecute
+from ..tools.runtime.sandbox import Sandbox, choose_sandbox
+from .results import TaskResult, ToolCallRecord
+from .tasks import Task
+from .workspace import WorkspaceError, diff, prepare
+
+R = TypeVar("R")
+STATUS_OF = {Outcome.DONE: "done", Outcome.STEP_LIMIT: "step-limit",
+             Outcome.GAVE_UP: "gave-up", Outcome.INTERRUPTED: "error"}
+ERROR_TEXT = 500
+"""Characters kept of a failed call's result in the task's result."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOptions:
+    """How every task of a batch runs, unless the task says otherwise.
+
+    ``folder`` holds each task's workspace and conversation log (``tasks/<id>-<hash>/``).
+    ``timeout`` is the default for the whole of one task; ``request_timeout`` the wait for
+    the model's server. Confirmation: nobody is there to ask, so with ``yes`` every call
+    runs (inside the sandbox where it is enforced) and without it every call that needs a
+    yes is declined, and the model is told so. ``secrets`` are the values of the providers'
+    key variables and the configured secrets (default: taken from the environment); tools
+    never see them. ``concurrency`` is how many tasks run at once (per shard with Ray).
+    """
+
+    config: Config
+    folder: Path
+    model: str | None = None
+    tools: tuple[str, ...] | None = None
+    format: str | None = None
+    max_steps: int | None = None
+    timeout: float | None = None
+    concurrency: int = 8
+    sandbox: str | None = None
+    network: bool | None = None
+    yes: bool = False
+    retries: int | None = None
+    request_timeout: float | None = None
+    max_tokens: int | None = None
+    secrets: Mapping[str, str] | None = None
+    grace: float = 10.0
+    """Seconds a stopped task's worker gets to end before it is left to end on its own."""
+
+
+class SetupError(Exception):
+    """A task cannot start as given (no model); its result says why."""
+
+
+class Stopped(Exception):
+    """Raised inside a task's worker once its :class:`Stop` fired."""
+
+
+class Stop:
+    """A task's stop switch, fired from outside its worker thread (see the module)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._resources: list[Any] = []
+        self.reason: str | None = None
+
+    @property
+    def fired(self) -> bool:
+        return self._event.is_set()
+
+    def check(self) -> None:
+        if self._event.is_set():
+            raise Stopped(self.reason or "stopped")
+
+    def sleep(self, seconds: float) -> None:
+        """The agent's backoff sleep, cut short when the task stops."""
+        self._event.wait(seconds)
+
+    def watch(self, resource: object) -> None:
+        """A session resource whose process (``pid``) is killed when the task stops."""
+        with self._lock:
+            if not any(known is resource for known in self._resources):
+                self._resources.append(resource)
+            fired = self._event.is_set()
+        if fired:
+            _kill(resource)
+
+    def fire(self, reason: str) -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self.reason = reason
+            self._event.set()
+            resources = list(self._resources)
+        for resource in resources:
+            _kill(resource)
+
+
+def _kill(resource: object) -> None:
+    """SIGKILL the process group of a resource that has one (the shell: bash, or bwrap and
+    with it the whole sandbox). The worker sees its command end and goes on to stop."""
+    try:
+        alive = getattr(resource, "alive", None)
+        if callable(alive) and not alive():
+            return
+        pid = getattr(resource, "pid", None)
+    except Exception:  # a resource closed meanwhile
+        return
+    if isinstance(pid, int) and pid > 0:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+class _StoppableSession(Session):
+    """A session whose resources its task's :class:`Stop` knows about."""
+
+    def __init__(self, stop: Stop, toolchain: Toolchain, **options: Any):
+        self._stop = stop
+        super().__init__(toolchain, **options)
+
+    def resource(self, key: str, factory: Callable[[], R]) -> R:
+        value = super().resource(key, factory)
+        self._stop.watch(value)
+        return value
+
+
+class _StoppableProvider:
+    """A provider whose stream raises :class:`Stopped` once the task stops."""
+
+    def __init__(self, inner: Provider, stop: Stop):
+        self._inner, self._stop = inner, stop
+        self.name = inner.name
+        self.url = inner.url
+
+    def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
+        self._stop.check()
+        inner = self._inner.stream(request)
+        try:
+            for event in inner:
+                self._stop.check()
+                yield event
+        finally:
+            inner.close()
+
+
+def folder_name(task_id: str) -> str:
+    """A folder name for a task id: readable, safe, and distinct for distinct ids."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", task_id)[:60].strip("._-") or "task"
+    return f"{readable}-{hashlib.sha256(task_id.encode()).hexdigest()[:10]}"
+
+
+class Runner:
+    """Runs tasks with one batch's options; shares what tasks may share (providers, built
+    toolchains), never what they must not (workspace, session, log)."""
+
+    def __init__(self, options: BatchOptions):
+        self.options = options
+        config = options.config
+        self.secrets = dict(options.secrets if options.secrets is not None
+                            else config.secret_values(os.environ))
+        sandbox, self.warning = choose_sandbox(options.sandbox or config.sandbox, [],
+                                               network=self.network)
+        self.policy = sandbox.policy
+        self._lock = threading.Lock()
+        self._providers: dict[tuple[str, float], tuple[Provider, str]] = {}
+        self._toolchains: dict[tuple[str, ...] | None, Toolchain] = {}
+
+    @property
+    def network(self) -> bool:
+        option = self.options.network
+        return self.options.config.network if option is None else option
+
+    @property
+    def retries(self) -> int:
+        option = self.options.retries
+        return self.options.config.retries if option is None else option
+
+    def timeout_of(self, task: Task) -> float | None:
+        return task.timeout or self.options.timeout
+
+    def _provider(self, model: str, task: Task) -> tuple[Provider, str]:
+        """One provider per model (and request timeout) for all tasks: the SDK clients are
+        thread-safe, and each would hold its own connection pool."""
+        wait = self.options.request_timeout or self.options.config.timeout
+        limit = self.timeout_of(task)
+        wait = min(wait, limit) if limit else wait
+        with self._lock:
+            key = (model, wait)
+            if key not in self._providers:
+                self._providers[key] = get_provider(model, self.options.config, self.secrets,
+                                                    timeout=wait, retries=self.retries)
+            return self._providers[key]
+
+    def _toolchain(self, names: Sequence[str] | None, workspace: Path) -> Toolchain:
+        """Toolchains are immutable, so tasks with one allowlist share one (tool files,
+        ``.py`` entries, are loaded from each task's own workspace)."""
+        config = self.options.config
+        if names is not None and any(name.endswith(".py") for name in names):
+            return Toolchain.build(names, root=workspace, packages=config.tool_packages)
+        key = tuple(names) if names is not None else None
+        with self._lock:  # built once: the first wave of tasks all asks at the same moment
+            if key not in self._toolchains:
+                self._toolchains[key] = Toolchain.build(names, root=workspace,
+                                                        packages=config.tool_packages)
+            return self._toolchains[key]
+
+    def run(self, task: Task, stop: Stop) -> TaskResult:
+        """Run ``task`` to its end; every failure is the result's status."""
+        started, clock = datetime.now(UTC), time.monotonic()
+        folder = self.options.folder.resolve() / "tasks" / folder_name(task.id)
+        workspace = folder / "workspace"
+        config, options = self.options.config, self.options
+        model = task.model or options.model or config.model
+        status, error, base = "error", None, None
+        session: Session | None = None
+        conversation: Conversation | None = None
+        try:
+            if folder.exists():  # an earlier attempt that never finished: start afresh
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True, mode=0o700)
+            base = prepare(task.workspace, workspace)
+            stop.check()
+            if not model:
+                raise SetupError("no model: give the task a model, pass --model, or set one "
+                                 "in the configuration")
+            provider, model_name = self._provider(model, task)
+            hooks = HookRegistry()
+            hooks.add(TOOL_PRE_EXECUTE, _blocked_when(stop), priority=1_000_000,
+                      name="batch-stop")
+            session = _StoppableSession(
+                stop, self._toolchain(task.tools or options.tools or config.tools, workspace),
+                workspace=workspace, confirm=auto_yes if options.yes else auto_no,
+                fmt=task.format or options.format or config.format, hooks=hooks,
+                sandbox=self.policy, network=self.network, pass_env=config.pass_env,
+                secrets=self.secrets)
+            conversation = Conversation(folder)
+            conversation.remember({"model": model, "format": session.format.name,
+                                   "tools": list(session.toolchain.names()),
+                                   "workspace": str(workspace), "sandbox": str(self.policy),
+                                   "batch_task": task.id})
+            status = STATUS_OF[self._agent(provider, model_name, model, session, conversation,
+                                           task, stop).send(task.prompt)]
+        except Stopped:
+            pass
+        except Exception as err:
+            status, error = "error", _describe(err)
+        finally:
+            if session is not None:
+                session.close()
+            if conversation is not None:
+                conversation.close()
+        if stop.fired and status == "error":  # an outcome that came despite the stop stands
+            status = "timeout" if stop.reason == "timeout" else "stopped"
+            error = (f"ran past its timeout of {self.timeout_of(task):g} s"
+                     if status == "timeout" else "the batch was stopped")
+        changes = None
+        if workspace.is_dir() and status != "stopped":
+            try:
+                changes = diff(workspace, base, Sandbox(self.policy, (workspace,)))
+            except WorkspaceError as err:
+                error = f"{error}; {err}" if error else str(err)
+        messages = conversation.messages if conversation is not None else []
+        return _result(task, status, error, messages, model=model, diff=changes,
+                       wall=time.monotonic() - clock, started=started,
+                       log=conversation.path if conversation is not None else None,
+                       workspace=workspace if workspace.is_dir() else None)
+
+    def _agent(self, provider: Provider, model_name: str, model: str, session: Session,
+               conversation: Conversation, task: Task, stop: Stop) -> Agent:
+        config, options = self.options.config, self.options
+        settings = config.model_settings(model)
+        window = settings.context_window
+        max_tokens = options.max_tokens or settings.max_tokens or (
+            min(config.max_tokens, window // 4) if window else config.max_tokens)
+        return Agent(_StoppableProvider(provider, stop), model_name, session, conversation,
+                     max_steps=task.max_steps or options.max_steps or config.max_steps,
+                     max_tokens=max_tokens, retries=self.retries, sleep=stop.sleep,
+                     feedback_limit=config.near_misses, sampling=settings.sampling,
+                     compact=settings.prompt_mode() == "compact", context_window=window)
+
+
+def _blocked_when(stop: Stop) -> Callable[[ToolPreExecute], Block | None]:
+    def hook(event: ToolPreExecute) -> Block | None:
+        return Block("the batch task was stopped (its timeout, or the batch ending)") if (
+            stop.fired) else None
+
+    return hook
+
+
+def _describe(err: Exception) -> str:
+    """What went wrong, for the result: fencecall's own errors say it in their message."""
+    text = str(err).strip()
+    if isinstance(err, WorkspaceError | SetupError | ProviderError | UserError):
+        return text
+    return f"{type(err).__name__}: {text}"
+
+
+def _result(task: Task, status: str, error: str | None, messages: Sequence[Message], *,
+            model: str | None, diff: str | None, wall: float, started: datetime,
+            log: Path | None, workspace: Path | None) -> TaskResult:
+    """The result record: the log's replies, calls, tokens and cost (as ``fencecall stats``
+    counts them)."""
+    replies = [m for m in messages if m.role == "assistant"]
+    calls = tuple(
+        ToolCallRecord(str(m.metadata.get("tool") or "(unknown)"), str(m.metadata["outcome"]),
+                       _seconds(m.metadata.get("duration_s")),
+                       None if m.metadata["outcome"] == "ok" else m.content[:ERROR_TEXT])
+        for m in messages if m.role == "system" and "outcome" in m.metadata)
+    stats = collect([messages])
+    tokens = dict.fromkeys(TOKEN_KINDS, 0)
+    for entry in stats.models.values():
+        for kind in TOKEN_KINDS:
+            tokens[kind] += entry.tokens[kind]
+    cost = stats.cost
+    return TaskResult(
+        id=task.id, status=status, final=replies[-1].content if replies else None,
+        error=error, steps=len(replies), tool_calls=calls,
+        tool_errors=sum(call.outcome != "ok" for call in calls), tokens=tokens,
+        unmetered_replies=sum(entry.unmetered for entry in stats.models.values()),
+        cost_usd=None if cost is None else str(cost), model=model, wall_s=round(wall, 3),
+        diff=diff, log=str(log) if log else None,
+        workspace=str(workspace) if workspace else None, metadata=dict(task.metadata),
+        started=started.isoformat(), finished=datetime.now(UTC).isoformat())
+
+
+def _seconds(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None

@@ -1,0 +1,95 @@
+"""``fencecall batch TASKS --out RESULTS``: a thin layer over :mod:`fencecall.batch`.
+
+Exit status: 0 when every task has a result and every one is done, 1 when some task did
+not end done (or, with Ray, was left without a result), 2 for a usage or configuration
+error, 128 + the signal when Ctrl-C or SIGTERM stopped it (rerun it to resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..batch import (
+    BatchInterrupted,
+    BatchOptions,
+    ResultFile,
+    Task,
+    TaskResult,
+    load_tasks,
+    run_batch,
+)
+from ..batch.progress import BatchProgress
+from ..config import load_config
+from ..secrecy import scrub_own_environ
+from ..tools.runtime.sandbox import SandboxPolicy, choose_sandbox
+from .options import allowlist_of
+from .visible import visible
+
+
+def _say(text: str) -> None:
+    print(f"fencecall batch: {visible(text)}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config()
+    tasks = load_tasks(args.tasks)
+    secrets = config.secret_values(os.environ)
+    scrub_own_environ(secrets)  # kept in memory for the providers; no tool can read them
+    out: Path = args.out.expanduser().resolve()
+    folder = (args.dir.expanduser() if args.dir else out.with_name(out.name + ".d")).resolve()
+    sandbox, warning = choose_sandbox(args.sandbox or config.sandbox, [])
+    if warning:
+        print(f"fencecall: warning: {warning}", file=sys.stderr)
+    if args.yes and sandbox.policy is SandboxPolicy.OFF:
+        _say("warning: -y without a sandbox: every call of every task runs with your rights")
+    allowlist = allowlist_of(args)
+    options = BatchOptions(
+        config, folder, model=args.model, tools=tuple(allowlist) if allowlist else None,
+        format=args.format, max_steps=args.max_steps, timeout=args.timeout,
+        concurrency=args.concurrency, sandbox=sandbox.policy.value, network=args.network,
+        yes=args.yes, retries=args.retries, request_timeout=args.request_timeout,
+        max_tokens=args.max_tokens, secrets=secrets)
+    with ResultFile(out) as results:
+        for note in results.notes:
+            _say(f"note: {note}")
+        pending = [task for task in tasks if task.id not in results.finished]
+        code = _run(args, options, results, pending, skipped=len(tasks) - len(pending))
+        statuses = Counter(str(results.records[task.id]["status"]) for task in tasks
+                           if task.id in results.records)
+    missing = sum(1 for task in tasks if task.id not in results.records)
+    summary = ", ".join(f"{count} {status}" for status, count in sorted(statuses.items()))
+    _say(f"{len(tasks) - missing} of {len(tasks)} tasks have results in {out}"
+         f"{f' ({summary})' if summary else ''}; logs and workspaces in {folder}")
+    if code:
+        _say("stopped; run the same command again to resume")
+        return code
+    return 0 if not missing and set(statuses) <= {"done"} else 1
+
+
+def _run(args: argparse.Namespace, options: BatchOptions, results: ResultFile,
+         pending: list[Task], skipped: int) -> int:
+    with BatchProgress(len(pending), skipped=skipped) as progress:
+        try:
+            for result in _results(args, options, results, pending, progress):
+                progress.finished(result)
+        except BatchInterrupted as err:
+            return 128 + err.signum
+    return 0
+
+
+def _results(args: argparse.Namespace, options: BatchOptions, results: ResultFile,
+             pending: list[Task], progress: BatchProgress) -> Iterator[TaskResult]:
+    if args.ray is None:
+        return run_batch(pending, options, out=results, on_start=progress.started,
+                         handle_signals=True)
+    from ..batch.ray_backend import run_batch_ray
+
+    return run_batch_ray(pending, options, out=results, on_start=progress.started,
+                         address=args.ray or None, shard_size=args.shard_size,
+                         on_note=lambda note: _say(f"note: {note}"))
+

@@ -1,0 +1,136 @@
+"""``fencecall batch`` in a subprocess: killed with -9 midway and resumed, stopped with
+Ctrl-C and resumed; every task ends up in the results exactly once."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import cli_env
+from tests.fakeserver import FakeModelServer, Reply
+
+from .conftest import Script
+
+WAIT = 120.0
+"""A bound on waiting for the batch to get somewhere: a stuck test fails, never a timing."""
+
+
+def tasks_file(path: Path, ids: list[str]) -> Path:
+    path.write_text("".join(json.dumps({"id": i, "prompt": f"task {i}: say hi",
+                                        "metadata": {"n": n}}) + "\n"
+                            for n, i in enumerate(ids)))
+    return path
+
+
+def command(tasks: Path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "fencecall.cli.main", "batch", str(tasks), "--out", str(out),
+            "-m", "local/fake", "-y", "--sandbox", "off", "--retries", "0", *extra]
+
+
+def start(tmp_path: Path, server: FakeModelServer, tasks: Path, out: Path,
+          *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(command(tasks, out, *extra), env=cli_env(tmp_path, server.openai_url),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(tmp_path: Path, server: FakeModelServer, tasks: Path, out: Path,
+           *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command(tasks, out, *extra), env=cli_env(tmp_path, server.openai_url),
+                          capture_output=True, text=True, timeout=WAIT)
+
+
+def complete_ids(out: Path) -> list[str]:
+    if not out.exists():
+        return []
+    data = out.read_text()
+    return [json.loads(line)["id"] for line in data[: data.rfind("\n") + 1].splitlines()]
+
+
+def wait_for_lines(out: Path, count: int, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + WAIT
+    while len(complete_ids(out)) < count:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the batch made no progress"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def slow_script(script: Script) -> Script:
+    for i in range(30):
+        script.shell_then_answer(f"k{i}", f"echo k{i}", latency=0.15)
+    return script
+
+
+def test_a_batch_killed_with_9_resumes_and_runs_each_task_exactly_once(
+        slow_script: Script, server: FakeModelServer, tmp_path: Path) -> None:
+    ids = [f"k{i}" for i in range(30)]
+    tasks, out = tasks_file(tmp_path / "tasks.jsonl", ids), tmp_path / "out.jsonl"
+    proc = start(tmp_path, server, tasks, out, "-j", "4")
+    wait_for_lines(out, 6, proc)
+    proc.kill()  # SIGKILL: no cleanup at all
+    proc.communicate()
+    first = complete_ids(out)
+    assert 6 <= len(first) < len(ids)
+    with out.open("a") as handle:  # as if the kill had landed mid-write
+        handle.write('{"id": "' + next(i for i in ids if i not in first) + '", "stat')
+    slow_script.requests.clear()
+    done = finish(tmp_path, server, tasks, out, "-j", "4")
+    assert done.returncode == 0, done.stderr
+    final = complete_ids(out)
+    assert Counter(final) == Counter(ids)  # each exactly once
+    assert final[: len(first)] == first
+    assert "torn" in done.stderr and list(tmp_path.glob("out.jsonl.torn-*"))
+    assert f"{len(first)} task(s) already have results" in done.stderr
+    assert set(slow_script.requests) == set(ids) - set(first)  # finished ones not rerun
+    assert set(slow_script.requests.values()) == {2}  # each unfinished one run once
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(r["status"] == "done" and r["final"] == f"finished {r['id']}" for r in records)
+    assert {r["metadata"]["n"] for r in records} == set(range(30))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_stops_cleanly_and_leaves_a_resumable_file(
+        slow_script: Script, server: FakeModelServer, tmp_path: Path,
+        signum: signal.Signals) -> None:
+    ids = [f"k{i}" for i in range(30)]
+    tasks, out = tasks_file(tmp_path / "tasks.jsonl", ids), tmp_path / "out.jsonl"
+    proc = start(tmp_path, server, tasks, out, "-j", "3")
+    wait_for_lines(out, 3, proc)
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 128 + signum, stderr
+    assert "run the same command again to resume" in stderr
+    data = out.read_text()
+    assert data.endswith("\n")  # no torn line: stopped between writes
+    first = complete_ids(out)
+    assert len(first) < len(ids) and len(set(first)) == len(first)
+    done = finish(tmp_path, server, tasks, out)
+    assert done.returncode == 0, done.stderr
+    assert Counter(complete_ids(out)) == Counter(ids)
+
+
+def test_plain_progress_lines_and_exit_status_without_a_terminal(
+        script: Script, server: FakeModelServer, tmp_path: Path) -> None:
+    script.shell_then_answer("good", "echo ok")
+    script.add("bad", Reply(status=500))
+    tasks = tasks_file(tmp_path / "tasks.jsonl", ["good", "bad"])
+    done = finish(tmp_path, server, tasks, tmp_path / "o.jsonl")
+    assert done.returncode == 1, done.stderr  # a task did not end done
+    assert "fencecall batch: 2/2 done, 1 failed, 0 running" in done.stderr
+    assert "2 of 2 tasks have results" in done.stderr and "(1 done, 1 error)" in done.stderr
+    assert "\x1b[" not in done.stderr  # no bar without a terminal
+
+
+def test_usage_errors_exit_2(server: FakeModelServer, tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"id": "a", "prompt": "x"}\n{"id": "a", "prompt": "y"}\n')
+    done = finish(tmp_path, server, tasks, tmp_path / "o.jsonl")
+    assert done.returncode == 2 and "duplicate task ids" in done.stderr
+    assert not (tmp_path / "o.jsonl").exists()
