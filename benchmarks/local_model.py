@@ -1,16 +1,19 @@
 """A real small local model on simple tasks: ``python -m benchmarks.local_model [RUNS]``.
 
 Starts llama-cpp-python's server with SmolLM2-135M-Instruct (the ``local`` extra) on
-127.0.0.1 and runs each task through ``fencecall chat`` (the real CLI and provider), per
-format (markdown, xml) and prompt form (full, compact), RUNS times each with the server's
-default sampling (so runs differ). Per cell: tasks done, tool calls run, near misses told,
-other feedback (diagnostics, loops), and runs that ended without a call. Prints the table
-and writes it to ``benchmarks/results/local-model-<time>.json``. Report what it says,
-zeros included.
+127.0.0.1 (or, with ``--base-url URL --model NAME``, uses a server already running, such as
+Ollama or vLLM with a larger model) and runs each task through ``fencecall chat`` (the real
+CLI and provider), per format (markdown, xml) and prompt form (full, compact), RUNS times
+each with the server's default sampling (so runs differ). Per cell: tasks done, tool calls
+run, near misses told, other feedback (diagnostics, loops), and runs that ended without a
+call. Prints the table and writes it to ``benchmarks/results/local-model-<time>.json``.
+Report what it says, zeros included.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import platform
 import subprocess
@@ -91,7 +94,8 @@ def llama_server() -> Iterator[tuple[str, str]]:
         process.wait(15)
 
 
-def run_once(base_url: str, task: Task, fmt: str, prompt: str) -> dict[str, Any]:
+def run_once(base_url: str, task: Task, fmt: str, prompt: str,
+             model: str = "smollm2") -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         workspace = root / "workspace"
@@ -103,7 +107,7 @@ def run_once(base_url: str, task: Task, fmt: str, prompt: str) -> dict[str, Any]
                "HOME": str(root)}
         result = subprocess.run(
             [sys.executable, "-m", "fencecall.cli.main", "chat", "-y", "--model",
-             "local/smollm2", "--workspace", str(workspace), "--name", "bench", "--format",
+             f"local/{model}", "--workspace", str(workspace), "--name", "bench", "--format",
              fmt, "--prompt", prompt, "--max-steps", "4", "--max-tokens", "200",
              "--context-window", "2048", task.prompt],
             env=env, capture_output=True, text=True, timeout=600)
@@ -146,16 +150,23 @@ def prompt_sizes() -> list[tuple[str, str, int]]:
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="?", type=int, default=3, help="runs of each task per row")
+    parser.add_argument("--base-url", help="an OpenAI-compatible server already running")
+    parser.add_argument("--model", default="smollm2", help="the model's name there")
+    args = parser.parse_args()
+    runs = args.runs
     sizes = prompt_sizes()
     print("system prompt size (SmolLM2 tokens):")
     for fmt, mode, tokens in sizes:
         print(f"  {fmt:<9} {mode:<8} {tokens:>5}")
     rows = []
-    with llama_server() as (base_url, server):
+    serving = (contextlib.nullcontext((args.base_url, f"{args.model} at {args.base_url}"))
+               if args.base_url else llama_server())
+    with serving as (base_url, server):
         for fmt in FORMATS:
             for prompt in PROMPTS:
-                outcomes = [run_once(base_url, task, fmt, prompt)
+                outcomes = [run_once(base_url, task, fmt, prompt, args.model)
                             for task in TASKS for _ in range(runs)]
                 rows.append({"format": fmt, "prompt": prompt, "runs": len(outcomes),
                              **{key: sum(int(o[key]) for o in outcomes)
@@ -164,7 +175,7 @@ def main() -> None:
     when = datetime.now(UTC)
     machine = f"{platform.machine()}, {platform.processor() or 'cpu'}, Python " \
               f"{platform.python_version()}"
-    print(f"SmolLM2-135M-Instruct Q4_1 via {server}; {when:%Y-%m-%d}; {machine}")
+    print(f"{server}; {when:%Y-%m-%d}; {machine}")
     print(f"{len(TASKS)} tasks x {runs} runs per cell, server's default sampling, "
           "--max-steps 4 --max-tokens 200")
     header = ("format", "prompt", "done", "tool calls run", "near misses told",
