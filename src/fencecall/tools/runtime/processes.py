@@ -103,20 +103,27 @@ class ProcessInfo:
 
 def live_processes() -> list[ProcessInfo]:
     """Every live process, zombies left out (Linux /proc; elsewhere ``ps``)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
+    try:
+        names = os.listdir("/proc")
+    except OSError:
         return _ps_processes()
     found = []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
+    for name in names:  # plain os calls: closing a session scans this, often, under load
+        if not name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 3 and fields[0] != "Z":
-            found.append(ProcessInfo(int(entry.name), int(fields[1]), int(fields[3])))
+        try:
+            stat = os.read(fd, 1024)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 3 and fields[0] != b"Z":
+            found.append(ProcessInfo(int(name), int(fields[1]), int(fields[3])))
     return found
 
 
