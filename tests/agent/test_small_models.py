@@ -64,6 +64,11 @@ def test_in_xml_a_fenced_block_is_a_near_miss(session: Session) -> None:
     assert "<tool-use>" in miss.fix and "ls" in miss.fix and "```" not in miss.fix
 
 
+def test_native_function_calling_has_no_near_misses(session: Session) -> None:
+    assert near_misses(f"Run this:\n{F}python\nprint(1)\n{F}\n", "tool",
+                       session.toolchain) == []
+
+
 def test_plain_code_and_prose_are_not_near_misses(session: Session) -> None:
     text = (f"Here is some JSON:\n{F}json\n{{}}\n{F}\nand a diagram:\n{F}\nA -> B\n{F}\n"
             "Use `python` to run it.")

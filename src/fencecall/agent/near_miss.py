@@ -50,8 +50,12 @@ class NearMiss:
 
 
 def near_misses(text: str, fmt: CallFormat | str, toolchain: Toolchain) -> list[NearMiss]:
-    """The near misses in a finished reply (one that ran no tool), in order."""
+    """The near misses in a finished reply (one that ran no tool), in order. A format with
+    native function calling has none: such models call through the API, and code blocks in
+    their answers are there to be read."""
     target = get_format(fmt)
+    if target.native:
+        return []
     found = list(_fenced(text, target, toolchain))
     if target.by_langtag:
         found += _other_formats(text, target, toolchain)
