@@ -115,3 +115,67 @@ def test_json_end_is_the_same_in_any_pieces(parts: list[str], cuts: list[int]) -
         return "more", done
 
     assert in_pieces() == one_char_at_a_time()
+
+
+# Streaming: lines that cannot complete anything wait unscanned, and single fence lines are
+# taken one at a time (``Scanner._step_line``). Each feed must return what the general rules
+# return for the same chunk, and ``settled`` (which the auto format uses) must agree.
+
+def _feeds(scanner: Scanner, chunks: list[str]) -> tuple[list[list[Found]], list[int],
+                                                          list[Found], list[Diagnostic]]:
+    per_feed = [scanner.feed(chunk) for chunk in chunks]
+    settled = [scanner.settled]
+    rest = scanner.finish()
+    ends = [item.end for found in [*per_feed, rest] for item in found
+            if isinstance(item, ToolCall)]
+    return per_feed, [*settled, *ends], rest, scanner.diagnostics
+
+
+def _fixed(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+@settings(max_examples=400)
+@given(fence_texts, kinds, syntaxes, st.integers(min_value=1, max_value=12))
+def test_each_feed_returns_what_the_general_rules_return(text: str, blocks: str, syntax: str,
+                                                         size: int) -> None:
+    for chunks in (_fixed(text, size), text.splitlines(keepends=True)):
+        fast = _feeds(_scanner(Scanner, blocks, syntax), chunks)
+        assert fast == _feeds(_scanner(GeneralRules, blocks, syntax), chunks)
+
+
+@settings(max_examples=300)
+@given(fence_texts, kinds, syntaxes, st.lists(st.integers(min_value=0), max_size=20))
+def test_settled_agrees_after_every_feed(text: str, blocks: str, syntax: str,
+                                         cuts: list[int]) -> None:
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    chunks = [text[a:b] for a, b in itertools.pairwise([0, *points, len(text)])]
+    fast, general = _scanner(Scanner, blocks, syntax), _scanner(GeneralRules, blocks, syntax)
+    for chunk in chunks:
+        assert fast.feed(chunk) == general.feed(chunk)
+        assert fast.settled == general.settled
+    assert fast.finish() == general.finish()
+    assert fast.diagnostics == general.diagnostics
+
+
+def test_thinking_opened_by_a_waiting_line_hides_the_block_after_it() -> None:
+    lines = ["intro\n", "<think>\n", "plan\n", "```shell\n", "ls\n", "```\n", "</think>\n",
+             "```shell\n", "pwd\n", "```\n", "end\n"]
+    scanner = Scanner(blocks="call")
+    found = [call for line in lines for call in scanner.feed(line)]
+    assert [call.content for call in found] == ["pwd"]
+    assert scanner.finish() == []
+
+
+def test_a_block_is_reported_with_the_chunk_that_ends_its_closing_fence() -> None:
+    scanner = Scanner(blocks="call")
+    text = "Intro.\n```shell\nls -la\n```\n\nMore prose.\n```save a.py\nx = 1\n```\n\nEnd.\n"
+    reported = {}
+    for i in range(0, len(text), 8):
+        for call in scanner.feed(text[i : i + 8]):
+            reported[call.content] = i + 8
+    assert reported["ls -la"] >= text.index("```\n\nMore") + 4
+    assert reported["ls -la"] < text.index("```\n\nMore") + 4 + 8
+    # a block holding files closes once the line after its fence has begun
+    assert reported["x = 1"] >= text.index("```\n\nEnd") + 5
+    assert reported["x = 1"] < text.index("```\n\nEnd") + 5 + 8

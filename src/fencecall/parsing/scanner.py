@@ -37,7 +37,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum, auto
-from typing import Literal
+from typing import Final, Literal
 
 from .model import FENCED, Codeblock, Diagnostic, ToolCall, with_end
 from .syntax import EndFinder, Problem, SpanSyntax, TagSyntax
@@ -45,6 +45,11 @@ from .xmlcalls import CDATA_CLOSE, CDATA_OPEN, find_outside_cdata
 
 _THINK_TAGS = ("<think>", "<thinking>")
 _FENCE_NEEDLES = ("```",)
+_NOTHING: list[Found] = []
+"""What :meth:`Scanner._step_line` returns when a line completes nothing; never added to."""
+_STEP_LIMIT = 1024
+"""New lines up to this length are taken a line at a time where they can be (see
+:meth:`Scanner._take_lines`); longer ones, such as a whole text, are scanned as one region."""
 MAX_REREADS = 8
 """How often the end of a reply is read again after a broken call: each is a pass over the
 rest, so a reply of many broken calls costs a bounded number of passes, not one each."""
@@ -146,6 +151,15 @@ class _Mode(Enum):
     SPAN = auto()
 
 
+# The modes as plain module globals: looking a member up on an Enum class goes through its
+# metaclass (about ten times the cost of a global), and the scanner asks for one per line.
+_OUTSIDE: Final = _Mode.OUTSIDE
+_FENCE: Final = _Mode.FENCE
+_THINK: Final = _Mode.THINK
+_TAG: Final = _Mode.TAG
+_SPAN: Final = _Mode.SPAN
+
+
 @functools.lru_cache(maxsize=256)
 def _holds_files(lang: str) -> bool:
     """Blocks that hold whole documents or files (``markdown``, ``save notes.txt``), whose
@@ -241,9 +255,13 @@ class Scanner:
         for span in spans:
             self._spans.setdefault(span.needle, []).append(span)
         self._needles = ("```", "<think", *self._tags, *self._spans)
+        self._other_needles = self._needles[1:]
+        self._outside_quiet = tuple(needle for needle in self._needles if needle != "<think")
+        """Outside blocks, what can complete something on the line that holds it (thinking
+        completes nothing: lines that open it may wait, see :meth:`_pass_clean`)."""
         self._line_start_needles = frozenset(("```", *self._spans))
         self._blocks = blocks
-        self._mode = _Mode.OUTSIDE
+        self._mode = _OUTSIDE
         self._fence: _Fence | None = None
         self._think: _Think | None = None
         self._tag: _Tag | None = None
@@ -263,6 +281,14 @@ class Scanner:
         self._plain = True
         """No carriage return is held back and the text is not finished: a chunk without a line
         end only needs to be kept (the fast path of :meth:`feed`)."""
+        self._clean: list[str] = []
+        """Complete lines not taken yet, each without its last newline: they hold none of the
+        strings in :attr:`_quiet`, so they complete nothing (see :meth:`feed`)."""
+        self._quiet: tuple[str, ...] | None = self._outside_quiet
+        """The strings that can complete something, or change what can, in the current mode
+        (outside blocks, ``<think`` waits: see :meth:`_pass_clean`); new lines without any of
+        them wait in :attr:`_clean`. None: every line is taken at once (a span, or a bare
+        fence whose next line decides)."""
         self._kept: list[str] = []
         self._kept_base = 0
         self._runs: Iterator[re.Match[str]] | None = None
@@ -282,73 +308,269 @@ class Scanner:
     def settled(self) -> int:
         """Every call and diagnostic that starts before this offset has been reported: the
         start of what is still open, or the end of the complete lines scanned."""
+        if self._clean:
+            self._pass_clean()
         held = (self._fence, self._think, self._tag, self._span)
         return min((item.start for item in held if item is not None), default=self._offset)
 
     # -- feeding -------------------------------------------------------------------------
+    #
+    # A model streams many small chunks; most hold no line end, and most lines hold nothing
+    # that matters in the current mode. So ``feed`` costs about what the minimal consumer of
+    # the benchmarks costs: a chunk without a line end is appended to :attr:`_partial`; at a
+    # line end the new lines are joined, and when they hold none of the strings that can
+    # complete something in the current mode (:attr:`_quiet`) they wait in :attr:`_clean`,
+    # untouched, until a line that can comes (or :attr:`settled` or ``finish`` asks). A line
+    # that can, if it is a fence line or prose, takes :meth:`_step_line`, which does for that
+    # one line what a scan does; anything else is scanned as a region. Lines that wait
+    # complete nothing, so every call is still reported with the chunk that completes it.
 
     def feed(self, chunk: str) -> list[Found]:
         """Add text; return the blocks and calls that are now complete."""
-        if self._plain and "\n" not in chunk and "\r" not in chunk:
-            self._partial.append(chunk)  # no line is complete yet
-            return []
+        if "\n" not in chunk:
+            if "\r" not in chunk and self._plain:
+                self._partial.append(chunk)  # no line is complete yet
+                return []
+            return self._feed_other(chunk)
+        if "\r" in chunk or not self._plain:
+            return self._feed_other(chunk)
+        before, _, after = chunk.rpartition("\n")
+        partial = self._partial
+        partial.append(before)
+        lines = "".join(partial)  # the new complete lines, without their last newline
+        self._partial = [after]
+        quiet = self._quiet
+        if quiet is not None:
+            for needle in quiet:
+                if needle in lines:
+                    break
+            else:
+                self._clean.append(lines)  # they can complete nothing
+                return []
+        return self._take_lines(lines)
+
+    def _feed_other(self, chunk: str) -> list[Found]:
+        """:meth:`feed` for a chunk with a carriage return, one after a carriage return that
+        ended a chunk, and one after :meth:`finish`."""
         if self._finished:
             raise RuntimeError("feed() after finish()")
-        if "\r" in chunk or self._carriage_return:
-            chunk = self._normalise(chunk)
-        newline = chunk.rfind("\n")
-        if newline == -1:
+        chunk = self._normalise(chunk)
+        before, newline, after = chunk.rpartition("\n")
+        if not newline:
             if chunk:
                 self._partial.append(chunk)
             return []
-        head = chunk[: newline + 1]
-        if self._partial:
-            self._partial.append(head)
-            head = "".join(self._partial)
-            self._partial = []
-        if newline + 1 < len(chunk):
-            self._partial.append(chunk[newline + 1 :])
-        if self._passes_over(head):
+        self._partial.append(before)
+        lines = "".join(self._partial)
+        self._partial = [after] if after else []
+        quiet = self._quiet
+        if quiet is not None and not any(needle in lines for needle in quiet):
+            self._clean.append(lines)
             return []
-        return self._scan(head, final=False)
+        return self._take_lines(lines)
 
-    def _passes_over(self, lines: str) -> bool:
-        """Take new complete lines without scanning them when they can change nothing: they
-        hold none of the strings that could open, close or decide what is open. Whether
-        they do is one ``in`` per string; most lines of a stream are prose or code."""
+    def _take_lines(self, lines: str) -> list[Found]:
+        """New complete lines (without the last newline), one of which can complete
+        something. Short ones go a line at a time while :meth:`_step_line` can take them,
+        and the lines after one that can wait in :attr:`_clean` when they can; what is left
+        is scanned as a region."""
+        out: list[Found] = []
+        if not self._fast_fences:
+            pass
+        elif "\n" not in lines:  # the common case: one line
+            found = self._step_line(lines, None)
+            if found is not None:
+                return found if found else out
+        elif len(lines) <= _STEP_LIMIT:
+            while True:
+                line, newline, rest = lines.partition("\n")
+                found = self._step_line(line, rest if newline else None)
+                if found is None:
+                    break  # the general rules take it from this line
+                if found:
+                    out += found
+                if not newline:
+                    return out
+                lines = rest
+                quiet = self._quiet
+                if quiet is None:
+                    break
+                for needle in quiet:
+                    if needle in rest:
+                        break
+                else:
+                    self._clean.append(rest)
+                    return out
+        if self._clean:
+            self._pass_clean()
+        out += self._scan(lines + "\n", final=False)
+        self._set_quiet()
+        return out
+
+    def _pass_clean(self) -> None:
+        """Take the lines waiting in :attr:`_clean`. What is open keeps them; outside
+        blocks they only move the offset on, unless they open thinking (which completes
+        nothing, so it may wait, but changes what the next lines are)."""
+        clean = self._clean
+        clean.append("")
+        lines = "\n".join(clean)
+        self._clean = []
         mode = self._mode
-        if mode is _Mode.OUTSIDE:
-            needles: tuple[str, ...] = self._needles
-        elif mode is _Mode.FENCE:
-            fence = self._fence
-            assert fence is not None
-            if fence.pending_close is not None:
-                return False
-            needles = _FENCE_NEEDLES
-        elif mode is _Mode.THINK:
-            assert self._think is not None
-            needles = (self._think.close,)
-        elif mode is _Mode.TAG:
-            tag = self._tag
-            assert tag is not None
-            needles = (CDATA_CLOSE,) if tag.in_cdata else (tag.syntax.closing, CDATA_OPEN)
-        else:
-            return False  # a span's end is found by looking at every character
-        for needle in needles:
-            if needle in lines:
-                return False
-        if mode is not _Mode.OUTSIDE:  # what is open keeps its text
+        if mode is _OUTSIDE:
+            if "<think" in lines:
+                found = self._scan(lines, final=False)
+                assert not found, "a line without a fence, tag or span completes nothing"
+                self._set_quiet()
+                return
+        else:  # what is open keeps its text
             if not self._kept:
                 self._kept_base = self._offset
             self._kept.append(lines)
         self._offset += len(lines)
         self._lines += lines.count("\n")
-        return True
+
+    def _set_quiet(self) -> None:
+        """Set :attr:`_quiet` for the mode the scanner is in now."""
+        mode = self._mode
+        quiet: tuple[str, ...] | None
+        if mode is _OUTSIDE:
+            quiet = self._outside_quiet
+        elif mode is _FENCE:
+            fence = self._fence
+            assert fence is not None
+            quiet = _FENCE_NEEDLES if fence.pending_close is None else None
+        elif mode is _THINK:
+            assert self._think is not None
+            quiet = (self._think.close,)
+        elif mode is _TAG:
+            tag = self._tag
+            assert tag is not None
+            quiet = (CDATA_CLOSE,) if tag.in_cdata else (tag.syntax.closing, CDATA_OPEN)
+        else:
+            quiet = None  # a span's end is found by looking at every character
+        self._quiet = quiet
+
+    def _step_line(self, line: str, rest: str | None) -> list[Found] | None:
+        """Take the next complete ``line`` (without its newline; ``rest``: the complete lines
+        after it, if any) outside blocks or in one, exactly as a scan would, without setting
+        up a region. None when the general rules must take it: another needle on the line,
+        a glued fence, a fence that closes mid-line, a bare fence in a document block whose
+        next line is not here yet, another mode."""
+        if self._mode is _OUTSIDE:
+            for needle in self._other_needles:
+                if needle in line:
+                    return None
+            if self._clean:
+                self._pass_clean()
+                if self._mode is not _OUTSIDE:
+                    return None
+            stripped = line.lstrip(" \t")
+            if stripped.startswith("```"):
+                info = stripped.lstrip("`")
+                ticks = len(stripped) - len(info)
+                if ticks >= 6 and _is_glued(ticks, info):
+                    return None
+                if "`" not in info:  # else ```x``` inline: prose
+                    base = self._offset
+                    lang = info.strip()
+                    self._fence = _Fence(ticks, lang, base + len(line) - len(stripped),
+                                         base + len(line) + 1, ticks == 3 and _holds_files(lang),
+                                         self._lines_before() + 1, [])
+                    self._mode = _FENCE
+                    self._quiet = _FENCE_NEEDLES
+            self._offset += len(line) + 1
+            self._lines += 1
+            return _NOTHING
+        fence = self._fence
+        if self._mode is not _FENCE or fence is None or fence.pending_close is not None:
+            return None
+        stripped = line.lstrip(" \t")
+        if stripped.startswith("```"):
+            info = stripped.lstrip("`")
+            ticks = len(stripped) - len(info)
+            if ticks >= 6 and _is_glued(ticks, info):
+                return None
+            if "`" in info:
+                pass  # content
+            elif not info.strip():
+                if ticks == fence.ticks and not fence.nested and not fence.container:
+                    return self._step_close(fence, line)
+                if ticks < fence.ticks:
+                    pass  # content
+                elif fence.nested:
+                    if ticks >= fence.nested[-1]:
+                        fence.nested.pop()
+                elif ticks == fence.ticks:  # in a document block: the next line decides
+                    if rest is None:
+                        return None
+                    following = rest.partition("\n")[0].strip()
+                    if not following or following.startswith("```"):
+                        return self._step_close(fence, line)
+                    if self._clean:
+                        self._pass_clean()
+                    if fence.fallback is None:
+                        fence.fallback = (self._offset, self._lines_before() + 1)
+                    fence.nested.append(fence.ticks)
+            elif _is_langtag(info):
+                if ticks >= fence.ticks:
+                    fence.nested.append(ticks)
+                    fence.container = True
+            elif ticks == fence.ticks and not fence.nested:
+                return None  # it closes, and the rest of its line is read after the block
+        if self._clean:
+            self._pass_clean()
+        if not self._kept:
+            self._kept_base = self._offset
+        self._kept.append(line + "\n")
+        self._offset += len(line) + 1
+        self._lines += 1
+        return _NOTHING
+
+    def _step_close(self, fence: _Fence, line: str) -> list[Found]:
+        """Close ``fence`` at ``line``, the next complete line (for :meth:`_step_line`)."""
+        clean = self._clean
+        if self._kept or fence.body != self._offset:
+            if clean:
+                self._pass_clean()
+            close = self._offset
+            content = self._slice(fence.body, close - 1) if close - 1 > fence.body else ""
+        elif clean:  # the whole body waits there
+            content = "\n".join(clean)
+            self._clean = []
+            close = self._offset + len(content) + 1
+            self._lines += content.count("\n") + 1
+        else:
+            content = ""
+            close = self._offset
+        self._offset = close + len(line) + 1
+        self._lines += 1
+        self._fence = None
+        self._mode = _OUTSIDE
+        self._quiet = self._outside_quiet
+        self._kept = []
+        blocks = self._blocks
+        if blocks == "call":
+            if not fence.lang:
+                return _NOTHING
+            name, argline = _name_and_argline(fence.lang)
+            return [ToolCall(name, argline, content, None, None, fence.start, FENCED,
+                             close + len(line))]
+        if blocks == "codeblock":
+            return [Codeblock(fence.lang, content, fence.start)]
+        return _NOTHING
+
+    def _lines_before(self) -> int:
+        """Newlines before :attr:`_offset` (for a line number, outside a scan)."""
+        if self._uncounted:
+            self._count_lines()
+        return self._lines
 
     def finish(self) -> list[Found]:
         """Declare the text complete; return what the end of the text completed."""
         if self._finished:
             return []
+        if self._clean:
+            self._pass_clean()
         if self._carriage_return:
             self._partial.append("\n")
             self._carriage_return = False
@@ -397,23 +619,23 @@ class Scanner:
         hit: tuple[str, int] | None = None
         while pos < end:
             mode = self._mode
-            if mode is _Mode.FENCE or (mode is _Mode.OUTSIDE and (hit := finder.find(pos))
+            if mode is _FENCE or (mode is _OUTSIDE and (hit := finder.find(pos))
                                        is not None and hit[0] == "```"):
                 pos = self._scan_fences(region, pos, base, out, finder)
                 if pos >= end:
                     break
                 mode = self._mode  # what the fast loop left to the step below
-                if mode is _Mode.OUTSIDE:
+                if mode is _OUTSIDE:
                     hit = finder.find(pos)
-            if mode is _Mode.OUTSIDE:
+            if mode is _OUTSIDE:
                 if hit is None:
                     break
                 pos = self._scan_outside(region, hit, base, finder)
-            elif mode is _Mode.FENCE:
+            elif mode is _FENCE:
                 pos = self._scan_fence(region, pos, base, final, out)
-            elif mode is _Mode.THINK:
+            elif mode is _THINK:
                 pos = self._scan_think(region, pos)
-            elif mode is _Mode.TAG:
+            elif mode is _TAG:
                 pos = self._scan_tag(region, pos, base, out)
             else:
                 pos = self._scan_span(region, pos, base, out)
@@ -470,14 +692,14 @@ class Scanner:
             for tag in _THINK_TAGS:
                 if region.startswith(tag, at):
                     self._think = _Think("</" + tag[1:], base + at, 0)
-                    self._mode = _Mode.THINK
+                    self._mode = _THINK
                     return at + len(tag)
             return at + 1
         tag_syntax = self._tags.get(needle)
         if tag_syntax is not None:
             self._tag = _Tag(tag_syntax, base + at, base + at + len(needle),
                              0)
-            self._mode = _Mode.TAG
+            self._mode = _TAG
             return at + len(needle)
         for span in self._spans[needle]:
             m = span.opener.match(region, at)
@@ -486,7 +708,7 @@ class Scanner:
                 self._span = _Span(span, m, base + at, base + m.end(), 0,
                                    base + (len(region) if line_end == -1 else line_end + 1),
                                    span.end())
-                self._mode = _Mode.SPAN
+                self._mode = _SPAN
                 return m.end()
         return at + len(needle)
 
@@ -497,13 +719,13 @@ class Scanner:
         if hit == -1:
             return len(region)
         self._think = None
-        self._mode = _Mode.OUTSIDE
+        self._mode = _OUTSIDE
         return hit + len(think.close)
 
     def _open_fence(self, ticks: int, lang: str, start: int, body: int) -> None:
         container = ticks == 3 and _holds_files(lang)
         self._fence = _Fence(ticks, lang, start, body, container, 0, [])
-        self._mode = _Mode.FENCE
+        self._mode = _FENCE
 
     def _scan_fences(self, region: str, pos: int, base: int, out: list[Found],
                      finder: _NeedleFinder) -> int:
@@ -612,10 +834,10 @@ class Scanner:
         self._run = m
         if not ticks:
             self._fence = None
-            self._mode = _Mode.OUTSIDE
+            self._mode = _OUTSIDE
         elif held is None or held.start != start:
             self._fence = _Fence(ticks, lang, start, body, container, 0, [])
-            self._mode = _Mode.FENCE
+            self._mode = _FENCE
         return pos
 
     def _scan_fence(self, region: str, pos: int, base: int, final: bool,
@@ -630,7 +852,7 @@ class Scanner:
         if ticks >= 6 and _is_glued(ticks, info):
             half = ticks // 2
             self._bare_fence(fence, half, line_start, region, base, final, out, glued=True)
-            if self._mode is _Mode.OUTSIDE:
+            if self._mode is _OUTSIDE:
                 self._open_fence(half, info.strip(), base + ticks_at + half,
                                  base + line_end + 1)
             elif half >= fence.ticks:
@@ -701,7 +923,7 @@ class Scanner:
         ``line_end``, when the caller knows)."""
         content = self._slice(fence.body, line_start - 1) if line_start - 1 > fence.body else ""
         self._fence = None
-        self._mode = _Mode.OUTSIDE
+        self._mode = _OUTSIDE
         if self._blocks == "codeblock":
             out.append(Codeblock(fence.lang, content, fence.start))
         elif self._blocks == "call" and fence.lang:
@@ -752,7 +974,7 @@ class Scanner:
             for item in tag.syntax.read(body, offset):
                 self._take(item, tag.line, out, base + hit + len(closing), tag.start)
             self._tag = None
-            self._mode = _Mode.OUTSIDE
+            self._mode = _OUTSIDE
             return hit + len(closing)
 
     def _scan_span(self, region: str, pos: int, base: int, out: list[Found]) -> int:
@@ -762,7 +984,7 @@ class Scanner:
         if status == "more":
             return index
         self._span = None
-        self._mode = _Mode.OUTSIDE
+        self._mode = _OUTSIDE
         text = self._slice(span.body, base + index)
         for item in span.syntax.read(span.match, text, span.start):
             self._take(item, span.line, out, base + index, span.start)
@@ -801,7 +1023,7 @@ class Scanner:
                 return
             rereads += 1
             text = self._slice(offset, self._offset)
-            self._mode = _Mode.OUTSIDE
+            self._mode = _OUTSIDE
             self._tag = self._span = None
             self._kept = []
             self._lines = lines_before
