@@ -17,7 +17,9 @@ class RepetitionGuard:
     """Fed the reply as it streams; :meth:`feed` says what loops once it does."""
 
     def __init__(self) -> None:
-        self._line = ""
+        self._line: list[str] = []
+        """The pieces of the line being written (joined once it ends: a long line streamed
+        in small chunks must not be copied at each one)."""
         self._last: str | None = None
         self._count = 0
         self._tail = ""
@@ -36,7 +38,12 @@ class RepetitionGuard:
         return None
 
     def _lines(self, text: str) -> str | None:
-        *complete, self._line = (self._line + text).split("\n")
+        if "\n" not in text:
+            self._line.append(text)
+            return None
+        first, *complete = text.split("\n")
+        complete[:0] = ["".join((*self._line, first))]
+        self._line = [complete.pop()]
         for line in complete:
             if not line.strip():
                 continue
