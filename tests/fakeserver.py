@@ -69,8 +69,14 @@ class FakeModelServer:
     """
 
     def __init__(self, replies: list[Reply] | None = None, *,
-                 respond: Responder | None = None):
+                 respond: Responder | None = None,
+                 models: list[dict[str, Any]] | None = None,
+                 props: dict[str, Any] | None = None):
         self.replies = list(replies or ())
+        self.models = models
+        """What ``GET /v1/models`` lists (404 when None), as vLLM lists ``max_model_len``."""
+        self.props = props
+        """What ``GET /props`` answers (404 when None), as llama.cpp's server does."""
         self.respond = respond
         self.requests: list[Served] = []
         self._lock = threading.Lock()
@@ -81,6 +87,21 @@ class FakeModelServer:
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                found: Any = (
+                    {"object": "list", "data": server.models}
+                    if self.path.endswith("/models") and server.models is not None
+                    else server.props if self.path == "/props" else None)
+                if found is None:
+                    self.send_error(404)
+                    return
+                data = json.dumps(found).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))

@@ -57,3 +57,27 @@ def test_a_window_too_small_for_the_prompt_is_a_clear_error(fencecall: CLI,
     assert result.returncode == 2
     assert "do not fit the context window of 600 tokens" in result.stderr
     assert server.requests == []
+
+
+def test_the_context_window_comes_from_the_server_when_it_says(fencecall: CLI) -> None:
+    models = [{"id": "other", "object": "model", "max_model_len": 999},
+              {"id": "small", "object": "model", "max_model_len": 4096}]
+    with FakeModelServer([Reply("Hi.")], models=models) as server:
+        result = fencecall("--model", "local/small", "hi", base_url=server.openai_url)
+    assert result.returncode == 0, result.stderr
+    body = server.requests[-1].body
+    assert body["max_tokens"] == 1024  # a quarter of the served window
+    assert "Example:" in body["messages"][0]["content"]  # compact, as for a small window
+
+
+def test_llama_cpp_props_give_the_window_and_silence_leaves_it_unset(fencecall: CLI) -> None:
+    props = {"default_generation_settings": {"n_ctx": 2048}}
+    with FakeModelServer([Reply("Hi.")], props=props) as server:
+        result = fencecall("--model", "local/m", "hi", base_url=server.openai_url)
+    assert result.returncode == 0, result.stderr
+    assert server.requests[-1].body["max_tokens"] == 512
+    with FakeModelServer([Reply("Hi.")]) as server:
+        result = fencecall("--model", "local/m", "hi", base_url=server.openai_url)
+    assert result.returncode == 0, result.stderr
+    assert server.requests[-1].body["max_tokens"] == 4096
+    assert "### Examples" in server.requests[-1].body["messages"][0]["content"]

@@ -19,6 +19,7 @@ from ..agent import Agent, Conversation, Outcome
 from ..agent.conversation import PRIVATE_FILE, private_folder
 from ..config import Config, ConfigError, Sampling, load_config
 from ..providers import ProviderError, get_provider
+from ..providers.served import served_context_window
 from .confirm import choose_confirm
 from .display import Display
 from .options import session_of
@@ -88,6 +89,9 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
         args.top_p if args.top_p is not None else settings.sampling.top_p,
         tuple(args.stop) if args.stop else settings.sampling.stop)
     window = args.context_window or settings.context_window
+    served = config.providers.get(chosen.partition("/")[0])
+    if window is None and served is not None and served.kind == "openai" and served.base_url:
+        window = served_context_window(served.base_url, model)  # a self-hosted server
     mode = args.prompt_mode or replace(settings, context_window=window).prompt_mode()
     max_tokens = args.max_tokens or settings.max_tokens or (
         min(config.max_tokens, window // 4) if window else config.max_tokens)
