@@ -77,6 +77,14 @@ class BatchOptions:
     """Seconds a stopped task's worker gets to end before it is left to end on its own."""
 
 
+TASKS_PER_CLIENT = 8
+"""Tasks running at once per model client (see :meth:`Runner._provider`)."""
+
+
+def _clients_for(concurrency: int) -> int:
+    return max(1, -(-concurrency // TASKS_PER_CLIENT))
+
+
 class SetupError(Exception):
     """A task cannot start as given (no model); its result says why."""
 
@@ -192,7 +200,8 @@ class Runner:
                                                network=self.network)
         self.policy = sandbox.policy
         self._lock = threading.Lock()
-        self._providers: dict[tuple[str, float], tuple[Provider, str]] = {}
+        self._providers: dict[tuple[str, float, int], tuple[Provider, str]] = {}
+        self._turn = 0
         self._toolchains: dict[tuple[str, ...] | None, Toolchain] = {}
 
     @property
@@ -209,13 +218,15 @@ class Runner:
         return task.timeout or self.options.timeout
 
     def _provider(self, model: str, task: Task) -> tuple[Provider, str]:
-        """One provider per model (and request timeout) for all tasks: the SDK clients are
-        thread-safe, and each would hold its own connection pool."""
+        """A provider for the model (and request timeout), taken in turn from a few shared
+        ones: the SDK clients are thread-safe but each holds one connection pool behind one
+        lock, which a hundred threads queue on; a client per task costs far more to make."""
         wait = self.options.request_timeout or self.options.config.timeout
         limit = self.timeout_of(task)
         wait = min(wait, limit) if limit else wait
         with self._lock:
-            key = (model, wait)
+            self._turn += 1
+            key = (model, wait, self._turn % _clients_for(self.options.concurrency))
             if key not in self._providers:
                 self._providers[key] = get_provider(model, self.options.config, self.secrets,
                                                     timeout=wait, retries=self.retries)
