@@ -67,13 +67,14 @@ def _why_missing(spec: ToolSpec, allowlist: Sequence[str] | None) -> str:
 def server_lines(servers: McpServers) -> Iterator[str]:
     """One line per declared MCP server: how it is reached and its state."""
     for state in servers.states:
+        if state.error is not None:  # it names the server and how it is reached
+            yield state.error
+            continue
         yield f"mcp server {state.config.name} ({state.config.transport}: " \
               f"{state.config.describe()}): {_state(state)}"
 
 
 def _state(state: ServerState) -> str:
-    if state.error is not None:
-        return f"failed: {state.error}"
     if state.listed_from is None:
         return "not started (the tool allowlist selects none of its tools)"
     parts = [f"{len(state.tools)} tools (listed from "
