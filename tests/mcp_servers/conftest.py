@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,31 +18,16 @@ from fencecall.execution.confirm import auto_yes
 from fencecall.tools import Toolchain
 from fencecall.tools.mcp import McpServerConfig, McpServers
 
+from ..ports import free_port, wait_for_port
+
+__all__ = ["free_port"]  # for the server tests
+
 FLAKY = Path(__file__).with_name("flaky_server.py")
 
 
 def flaky(name: str = "flaky", **options: object) -> McpServerConfig:
     return McpServerConfig(name, command=sys.executable, args=(str(FLAKY), "--noisy"),
                            **options)  # type: ignore[arg-type]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on {port}")
 
 
 def alive(pid: int) -> bool:
