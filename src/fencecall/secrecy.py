@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import fnmatch
+import functools
 import re
-from collections.abc import Iterable, Mapping
-from fnmatch import fnmatchcase
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 TOOL_ENV_ALLOWLIST = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TERM", "USER", "LOGNAME",
@@ -29,10 +30,16 @@ def tool_environment(source: Mapping[str, str], extra: Iterable[str] = (), *,
                      secret_names: Iterable[str] = ()) -> dict[str, str]:
     """The variables of ``source`` named in the allowlist or ``extra`` (names or globs such
     as ``LC_*``), never one in ``secret_names``, even when a glob would admit it."""
-    patterns = (*TOOL_ENV_ALLOWLIST, *extra)
+    admitted = _matcher((*TOOL_ENV_ALLOWLIST, *extra))
     hidden = frozenset(secret_names)
     return {name: value for name, value in source.items()
-            if name not in hidden and any(fnmatchcase(name, p) for p in patterns)}
+            if name not in hidden and admitted(name)}
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(patterns: tuple[str, ...]) -> Callable[[str], object]:
+    """One compiled pattern for the globs (every session asks, with the same few lists)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
 
 
 class Redactor:

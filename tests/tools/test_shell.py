@@ -7,8 +7,9 @@ import time
 from pathlib import Path
 
 from fencecall.execution import Session
+from fencecall.tools.runtime.processes import session_members
 from fencecall.tools.runtime.shell_policy import is_read_only
-from fencecall.tools.runtime.shell_session import ShellSession, _session_members
+from fencecall.tools.runtime.shell_session import ShellSession
 
 from .conftest import Run
 
@@ -81,6 +82,22 @@ def test_output_with_fences_gets_a_longer_fence(run: Run) -> None:
     assert "stdout:\n````\n```\ninner\n```\n````" in result.content
 
 
+def test_closing_the_session_kills_jobs_in_their_own_process_group(workspace: Path) -> None:
+    """``set -m`` gives each background job a process group of its own, which killing
+    bash's group misses; they are still in bash's session, and closing ends them."""
+    shell_session = ShellSession(workspace)
+    shell_session.run("set -m; sleep 61 & sleep 62 & (sleep 63 &)")
+    pid = shell_session.pid
+    members = [member for member in session_members(pid) if member != pid]
+    assert len(members) == 3
+    assert {os.getpgid(member) for member in members} != {pid}
+    shell_session.close()
+    deadline = time.monotonic() + 5
+    while session_members(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert session_members(pid) == []
+
+
 def test_empty_command_is_refused(run: Run) -> None:
     [result] = run(f"{F}shell\n{F}\n")
     assert "the command is empty" in result.content
@@ -90,12 +107,12 @@ def test_closing_the_session_kills_background_jobs(workspace: Path) -> None:
     shell_session = ShellSession(workspace)
     shell_session.run("sleep 60 &")
     pid = shell_session.pid
-    assert len(_session_members(pid)) == 2
+    assert len(session_members(pid)) == 2
     shell_session.close()
     deadline = time.monotonic() + 5
-    while _session_members(pid) and time.monotonic() < deadline:
+    while session_members(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _session_members(pid) == []
+    assert session_members(pid) == []
     assert not os.path.exists(f"/proc/{pid}")
 
 

@@ -64,16 +64,21 @@ def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
     return out
 
 
-def _usage(usage: Any) -> Usage:
+def _usage(usage: Mapping[str, Any]) -> Usage:
     """Chat-completions usage: cached prompt tokens are part of ``prompt_tokens``."""
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = (getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
-    return Usage(input_tokens=(usage.prompt_tokens or 0) - cached,
-                 output_tokens=usage.completion_tokens or 0, cache_read_tokens=cached)
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    return Usage(input_tokens=(usage.get("prompt_tokens") or 0) - cached,
+                 output_tokens=usage.get("completion_tokens") or 0, cache_read_tokens=cached)
 
 
 class OpenAIProvider:
-    """Streams from any server speaking the OpenAI chat-completions protocol."""
+    """Streams from any server speaking the OpenAI chat-completions protocol.
+
+    Requests go through the SDK's client (its retries, timeouts, errors and stream reading)
+    as plain JSON: our messages are already plain dicts, and the typed ``create`` call
+    re-walks them against the SDK's type hints and builds a model object per chunk, which
+    was most of a batch task's time (see ``benchmarks/batch.py``).
+    """
 
     def __init__(self, *, api_key: str | None, base_url: str | None = None,
                  name: str = "openai", timeout: float = 600.0, max_retries: int = 2):
@@ -83,41 +88,43 @@ class OpenAIProvider:
         self.url: str | None = str(self._client.base_url)
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
-        tools: Any = [openai_tool(schema) for schema in request.tools] or openai.omit
-        messages: Any = to_openai_messages(request)
+        body: dict[str, Any] = {
+            "model": request.model, "messages": to_openai_messages(request), "stream": True,
+            "max_tokens": request.max_tokens, "stream_options": {"include_usage": True},
+            **sampling_options(request.sampling, "stop")}
+        if request.tools:
+            body["tools"] = [openai_tool(schema) for schema in request.tools]
         pending: dict[int, dict[str, str]] = {}
         stop_reason = None
         where = f"{self.name} ({self._client.base_url})"
         with vendor_errors(where, openai.APIError):
-            stream = self._client.chat.completions.create(
-                model=request.model, messages=messages, stream=True,
-                max_tokens=request.max_tokens, tools=tools,
-                stream_options={"include_usage": True},
-                **sampling_options(request.sampling, "stop"))
+            stream = self._client.post("/chat/completions", body=body, cast_to=object,
+                                       stream=True, stream_cls=openai.Stream[object])
             try:
                 with reading_stream(where):
                     for chunk in stream:
-                        if chunk.usage is not None:
-                            yield _usage(chunk.usage)
-                        if not chunk.choices:
+                        if not isinstance(chunk, dict):
+                            raise TypeError(f"a chunk that is not a JSON object: {chunk!r:.80}")
+                        if usage := chunk.get("usage"):
+                            yield _usage(usage)
+                        if not (choices := chunk.get("choices")):
                             continue
-                        choice = chunk.choices[0]
-                        delta = choice.delta
-                        if delta.content:
-                            yield TextDelta(delta.content)
-                        for part in delta.tool_calls or ():
+                        choice = choices[0]
+                        delta = choice.get("delta") or {}
+                        if content := delta.get("content"):
+                            yield TextDelta(content)
+                        for part in delta.get("tool_calls") or ():
                             slot = pending.setdefault(
-                                part.index, {"id": "", "name": "", "args": ""})
-                            if part.id:
-                                slot["id"] = part.id
-                            if part.function is not None:
-                                slot["name"] += part.function.name or ""
-                                slot["args"] += part.function.arguments or ""
-                        stop_reason = choice.finish_reason or stop_reason
+                                part.get("index") or 0, {"id": "", "name": "", "args": ""})
+                            if call_id := part.get("id"):
+                                slot["id"] = call_id
+                            if function := part.get("function"):
+                                slot["name"] += function.get("name") or ""
+                                slot["args"] += function.get("arguments") or ""
+                        stop_reason = choice.get("finish_reason") or stop_reason
             finally:
                 stream.close()
         for index in sorted(pending):
             slot = pending[index]
             yield NativeCall(slot["id"] or f"call_{index}", slot["name"], slot["args"] or "{}")
         yield end_of_stream(where, stop_reason)
-

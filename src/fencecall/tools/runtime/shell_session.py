@@ -32,7 +32,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .output import cut_note
-from .processes import descendants, kill_group, live_processes, sandboxed_pid, start_process
+from .processes import (
+    descendants,
+    kill_group,
+    live_processes,
+    sandboxed_pid,
+    session_members,
+    start_process,
+)
 from .sandbox import Sandbox, SandboxPolicy
 from .scratch import make_scratch
 
@@ -59,11 +66,6 @@ class ShellResult:
     """Why the shell had to be restarted (cwd and variables were reset), if it was."""
     overflowed: bool = False
     """The command wrote more than the disk limit of output and was stopped."""
-
-
-def _session_members(sid: int) -> list[int]:
-    """Live PIDs in session ``sid``."""
-    return [info.pid for info in live_processes() if info.sid == sid]
 
 
 def _create(path: Path, text: str) -> None:
@@ -326,7 +328,7 @@ class ShellSession:
         if self._proc is None:
             return []
         if not self._sandbox.enforced:
-            return [pid for pid in _session_members(self.pid) if pid != self.pid]
+            return [pid for pid in session_members(self.pid) if pid != self.pid]
         table = live_processes()
         if self._bash_pid is None:
             self._bash_pid = sandboxed_pid(self.pid, table)
