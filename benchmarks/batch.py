@@ -1,11 +1,16 @@
 """How many sessions one process holds: ``python -m benchmarks.batch``.
 
 Tasks run through :func:`fencecall.batch.run_batch` against the fake OpenAI-compatible server
-(in a process of its own, so it does not share this one's interpreter lock), which answers
-every reply after a fixed delay: a shell call (``echo``), then an answer. Each task is thus
+(in a process of its own, so it does not share this one's interpreter lock; keeping
+connections open between requests, as real model servers do), which answers every reply
+after a fixed delay: a shell call (``echo``), then an answer. Each task is thus
 two replies and one tool call (``shell``, which starts a bash per session, or ``save``,
 which runs in process); the ideal, with no overhead at all, is ``concurrency / delay``
-replies per second. Each row is measured in one run and reported as a fraction of that ideal.
+replies per second. Each row is measured in one run (or the median of ``--repeats`` runs, with
+their minimum beside it) and reported as a fraction of that ideal. The first wave starts every
+session at the same instant, so all of them set up, call and tear down in step, which a long
+batch does not; the default of 10 waves keeps that ramp to a tenth of the run (with 3 waves
+the concurrency-100 figure is about 0.1 lower).
 Then 100 sessions are held idle (their shell started, waiting on a slow reply) to measure
 memory per idle session: this process's resident memory, and the shells' own.
 """
@@ -45,7 +50,7 @@ def respond(body):
     slow = "idle" in prompt
     return Reply("Done.", latency=idle if slow else delay, chunk_size=64)
 
-with FakeModelServer(respond=respond) as server:
+with FakeModelServer(respond=respond, keep_alive=True) as server:
     print(server.openai_url, flush=True)
     sys.stdin.read()
 """
@@ -93,21 +98,29 @@ def _descendants(root: int) -> list[int]:
 
 
 def throughput(options: BatchOptions, tool: str, concurrency: int, tasks: int,
-               delay: float) -> dict[str, object]:
-    batch = [Task(f"{tool}-{concurrency}-{i}", f"use {tool} {i}", tools=(tool,))
-             for i in range(tasks)]
-    start = time.perf_counter()
-    results = list(run_batch(batch, replace(options, concurrency=concurrency)))
-    wall = time.perf_counter() - start
-    assert all(r.status == "done" for r in results), [r.error for r in results][:3]
-    calls = sum(len(r.tool_calls) for r in results)
-    replies = sum(r.steps for r in results)
+               delay: float, repeats: int = 1) -> dict[str, object]:
+    """One level, run ``repeats`` times: the run with the median wall time, and the spread."""
+    runs = []
+    for repeat in range(repeats):
+        batch = [Task(f"{tool}-{concurrency}-{repeat}-{i}", f"use {tool} {i}", tools=(tool,))
+                 for i in range(tasks)]
+        start = time.perf_counter()
+        results = list(run_batch(batch, replace(options, concurrency=concurrency)))
+        wall = time.perf_counter() - start
+        assert all(r.status == "done" for r in results), [r.error for r in results][:3]
+        runs.append((wall, sum(len(r.tool_calls) for r in results),
+                     sum(r.steps for r in results)))
+    runs.sort()
+    wall, calls, replies = runs[(len(runs) - 1) // 2]
     ideal = concurrency / delay
+    best, worst = runs[0], runs[-1]
     return {"sandbox": options.sandbox, "tool": tool, "concurrency": concurrency,
-            "tasks": tasks,
+            "tasks": tasks, "runs": repeats,
             "wall s": round(wall, 2), "sessions/s": round(tasks / wall, 2),
             "tool calls/s": round(calls / wall, 2), "replies/s": round(replies / wall, 2),
-            "ideal replies/s": round(ideal, 1), "of ideal": round(replies / wall / ideal, 3)}
+            "ideal replies/s": round(ideal, 1), "of ideal": round(replies / wall / ideal, 3),
+            "of ideal (worst..best)":
+                f"{worst[2] / worst[0] / ideal:.3f}..{best[2] / best[0] / ideal:.3f}"}
 
 
 def idle_memory(options: BatchOptions, sessions: int, idle: float,
@@ -158,14 +171,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delay", type=float, default=1.0, help="seconds per reply")
     parser.add_argument("--levels", default="1,10,100", help="concurrency levels")
-    parser.add_argument("--waves", type=int, default=3,
+    parser.add_argument("--waves", type=int, default=10,
                         help="tasks per level: waves x concurrency (at least 5)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs per level; the median run is reported")
     parser.add_argument("--sandbox", default="off",
                         help="comma-separated policies to measure (off, workspace-write)")
     parser.add_argument("--tools", default="shell,save",
                         help="the tool each task calls: shell (a bash per session) or save "
                              "(in process)")
     parser.add_argument("--idle", type=int, default=100, help="sessions held idle (0: skip)")
+    parser.add_argument("--idle-seconds", type=float, default=8.0,
+                        help="how long the idle sessions wait for their slow reply (at least "
+                             "4 x delay)")
     parser.add_argument("--json", action="store_true", help="print JSON rows too")
     args = parser.parse_args(argv)
     levels = [int(level) for level in args.levels.split(",")]
@@ -173,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
           f"delay: {args.delay} s per reply", flush=True)
     rows: list[dict[str, object]] = []
     memory: list[dict[str, object]] = []
-    idle_for = max(8.0, 4 * args.delay)
+    idle_for = max(args.idle_seconds, 4 * args.delay)
     with tempfile.TemporaryDirectory(prefix="fencecall-bench-") as tmp, \
             fake_server(args.delay, idle_for) as (url, server):
         config = load_config({"FENCECALL_LOCAL_BASE_URL": url,
@@ -186,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             for tool in args.tools.split(","):
                 for level in levels:
                     rows.append(throughput(options, tool, level, max(5, args.waves * level),
-                                           args.delay))
+                                           args.delay, max(1, args.repeats)))
                     print(table(rows[-1:]).splitlines()[-1], flush=True)
             if args.idle:
                 memory.append(idle_memory(options, args.idle, idle_for, server))

@@ -7,6 +7,7 @@ through its real client code (the official SDKs, real sockets, real SSE) with no
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -56,6 +57,11 @@ class _Server(ThreadingHTTPServer):
     """Many clients connect at once (batch runs): a short listen backlog would make some of
     them wait for a SYN retry."""
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops a kept-alive connection is no error worth a traceback."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
 
 Responder = Callable[[dict[str, Any]], Reply]
 
@@ -71,8 +77,11 @@ class FakeModelServer:
     def __init__(self, replies: list[Reply] | None = None, *,
                  respond: Responder | None = None,
                  models: list[dict[str, Any]] | None = None,
-                 props: dict[str, Any] | None = None):
+                 props: dict[str, Any] | None = None, keep_alive: bool = False):
         self.replies = list(replies or ())
+        self.keep_alive = keep_alive
+        """Stream with chunked encoding and keep the connection for the next request, as
+        real model servers do (otherwise each reply ends by closing its connection)."""
         self.models = models
         """What ``GET /v1/models`` lists (404 when None), as vLLM lists ``max_model_len``."""
         self.props = props
@@ -137,18 +146,28 @@ class FakeModelServer:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
+                chunked = server.keep_alive and reply.cut_after is None
+                if chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Connection", "close")
                 self.end_headers()
                 try:
                     for event in events:
-                        self.wfile.write(event.encode())
+                        data = event.encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked
+                                         else data)
                         self.wfile.flush()
                         served.chunks_sent += 1
                         if reply.delay:
                             time.sleep(reply.delay)
+                    if chunked:
+                        self.wfile.write(b"0\r\n\r\n")
+                        self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     served.disconnected = True
-                self.close_connection = True
+                    chunked = False
+                self.close_connection = not chunked
 
             def _error(self, reply: Reply) -> None:
                 payload = json.dumps({"error": {"message": f"fake error {reply.status}",

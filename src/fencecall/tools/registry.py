@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..parsing import FormatLike
+from ..parsing import FORMATS, FormatLike, get_format
 from .instructions import tools_instructions
 from .loading import ToolLoadError, builtin_tools, load_from_file, package_tools, plugin_tools
 from .spec import ToolSpec, api_name
@@ -52,6 +52,7 @@ class Toolchain:
     tools: tuple[ToolSpec, ...] = ()
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False, compare=False)
     _by_block: dict[str, ToolSpec] = field(init=False, repr=False, compare=False)
+    _instructions: dict[tuple[str, bool], str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         ordered = tuple(sorted(self.tools, key=ToolSpec.sort_key))
@@ -67,6 +68,7 @@ class Toolchain:
                 by_block.setdefault(block_type, spec)
         object.__setattr__(self, "_by_name", by_name)
         object.__setattr__(self, "_by_block", by_block)
+        object.__setattr__(self, "_instructions", {})
 
     @classmethod
     def build(cls, allowlist: Sequence[str] | None = None, *,
@@ -116,8 +118,16 @@ class Toolchain:
 
     def instructions(self, fmt: FormatLike = "markdown", *, compact: bool = False) -> str:
         """The system-prompt text teaching a model these tools in ``fmt`` (``compact``: the
-        short form for small models)."""
-        return tools_instructions(self.tools, fmt, lookup=self.get, compact=compact)
+        short form for small models). Kept per built-in format: the tools never change, and
+        a batch's sessions share one toolchain and would each render the same text."""
+        name = fmt if isinstance(fmt, str) else fmt.name
+        if FORMATS.get(name) is not get_format(fmt):  # a format object of the caller's own
+            return tools_instructions(self.tools, fmt, lookup=self.get, compact=compact)
+        key = (name, compact)
+        if key not in self._instructions:
+            self._instructions[key] = tools_instructions(self.tools, fmt, lookup=self.get,
+                                                         compact=compact)
+        return self._instructions[key]
 
 
 def _select(entry: str, known: list[ToolSpec], root: Path | None) -> list[ToolSpec]:
