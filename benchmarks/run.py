@@ -81,18 +81,22 @@ def chunks_of(text: str, size: int = STREAM_CHUNK) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def stream_floor(chunks: list[str]) -> None:
-    feed = MinimalConsumer().feed
+def drive(feed: Callable[[str], list[Any]], chunks: list[str]) -> int:
+    """Feed every chunk and count what comes back: the loop around any incremental parser,
+    the same for the floor and for fencecall."""
+    found = 0
     for chunk in chunks:
-        feed(chunk)
+        found += len(feed(chunk))
+    return found
+
+
+def stream_floor(chunks: list[str]) -> int:
+    return drive(MinimalConsumer().feed, chunks)
 
 
 def stream_ours(chunks: list[str], fmt: str) -> int:
     parser = StreamParser(fmt)
-    found = 0
-    for chunk in chunks:
-        found += len(parser.feed(chunk))
-    return found + len(parser.finish())
+    return drive(parser.feed, chunks) + len(parser.finish())
 
 
 def until_first_call(chunks: list[str], fmt: str = "markdown") -> int:

@@ -200,10 +200,10 @@ class _Fence:
     is reported, needs one). The same holds for the other open items below."""
     nested: list[int]
     pending_close: int | None = None
-    pending_line: int = 0
-    fallback: tuple[int, int] | None = None
+    fallback: int | None = None
     """The first bare fence that was read as opening a nested block although it could have
-    closed this one (its offset and line): if the block never closes, it closes there."""
+    closed this one (its offset): if the block never closes, it closes there. Its line is
+    counted only then."""
 
 
 @dataclass(slots=True)
@@ -509,7 +509,7 @@ class Scanner:
                     if self._clean:
                         self._pass_clean()
                     if fence.fallback is None:
-                        fence.fallback = (self._offset, self._lines_before() + 1)
+                        fence.fallback = self._offset
                     fence.nested.append(fence.ticks)
             elif _is_langtag(info):
                 if ticks >= fence.ticks:
@@ -891,7 +891,6 @@ class Scanner:
             self._close_fence(fence, line_start, out)
             return
         fence.pending_close = line_start
-        fence.pending_line = self._line_of(line_start)
         line_end = region.find("\n", line_start - base)
         next_line = len(region) if line_end == -1 else line_end + 1
         self._decide_pending(fence, region, next_line, base, final, out)
@@ -911,7 +910,7 @@ class Scanner:
             kind = "close" if not stripped or stripped.startswith("```") else "open"
         if kind == "open":
             if fence.fallback is None:
-                fence.fallback = (fence.pending_close, fence.pending_line)
+                fence.fallback = fence.pending_close
             fence.pending_close = None
             fence.nested.append(fence.ticks)
         else:
@@ -1034,8 +1033,9 @@ class Scanner:
         fence = self._fence
         if fence is None or fence.fallback is None:
             return None
-        close, line = fence.fallback
-        self._close_fence(fence, close, out)
+        close = fence.fallback
+        line = fence.line + 1 + self._slice(fence.body, close).count("\n")  # the body's first
+        self._close_fence(fence, close, out)  # line follows the opener's
         return self._next_line(close), line
 
     def _report_unfinished(self) -> tuple[int, int] | None:
