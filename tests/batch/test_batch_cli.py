@@ -134,3 +134,20 @@ def test_usage_errors_exit_2(server: FakeModelServer, tmp_path: Path) -> None:
     done = finish(tmp_path, server, tasks, tmp_path / "o.jsonl")
     assert done.returncode == 2 and "duplicate task ids" in done.stderr
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_mcp_servers_from_the_command_line(
+        script: Script, server: FakeModelServer, tmp_path: Path) -> None:
+    script.add("m", Reply('```flaky.echo\n{"text": "from the server"}\n```\n'), Reply("done m"))
+    tasks = tasks_file(tmp_path / "tasks.jsonl", ["m"])
+    out = tmp_path / "o.jsonl"
+    flaky = Path(__file__).parent.parent / "mcp_servers" / "flaky_server.py"
+    done = finish(tmp_path, server, tasks, out, "--mcp", f"flaky={sys.executable} {flaky}")
+    assert done.returncode == 0, done.stderr
+    [record] = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [call["tool"] for call in record["tool_calls"]] == ["flaky.echo"]
+    log = [json.loads(line) for line in Path(record["log"]).read_text().splitlines()]
+    [result] = [r for r in log if r.get("role") == "system"]
+    assert result["metadata"]["outcome"] == "ok" and "from the server" in result["content"]
+    bad = finish(tmp_path, server, tasks, tmp_path / "o2.jsonl", "--mcp", "no-equals-sign")
+    assert bad.returncode == 2 and "--mcp" in bad.stderr

@@ -49,6 +49,12 @@ def count() -> str:
     return f"count={_count} pid={os.getpid()}"
 
 
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def where() -> str:
+    """The folder this server process runs in."""
+    return f"cwd={os.getcwd()}"
+
+
 @server.tool()
 def crash() -> str:
     """Exit the process in the middle of the call."""

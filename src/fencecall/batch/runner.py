@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..agent import Agent, Conversation, Outcome
 from ..agent.stats import TOKEN_KINDS, collect
@@ -31,12 +31,17 @@ from ..errors import UserError
 from ..execution import Session, auto_no, auto_yes
 from ..message import Message
 from ..providers import ChatRequest, Provider, ProviderError, StreamEvent, get_provider
+from ..secrecy import tool_environment
 from ..tools import Block, HookRegistry, Toolchain
 from ..tools.events import TOOL_PRE_EXECUTE, ToolPreExecute
+from ..tools.mcp import McpServerConfig
 from ..tools.runtime.sandbox import Sandbox, choose_sandbox
 from .results import TaskResult, ToolCallRecord
 from .tasks import Task
 from .workspace import WorkspaceError, diff, prepare
+
+if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
 
 R = TypeVar("R")
 STATUS_OF = {Outcome.DONE: "done", Outcome.STEP_LIMIT: "step-limit",
@@ -75,6 +80,10 @@ class BatchOptions:
     secrets: Mapping[str, str] | None = None
     grace: float = 10.0
     """Seconds a stopped task's worker gets to end before it is left to end on its own."""
+    mcp_servers: tuple[McpServerConfig, ...] | None = None
+    """The MCP servers whose tools tasks may use (None: the configuration's). Their tools are
+    listed once for the batch; a task that calls one gets a connection of its own (for a
+    stdio server its own process, started in the task's workspace), closed with the task."""
 
 
 TASKS_PER_CLIENT = 8
@@ -136,7 +145,13 @@ class Stop:
 
 def _kill(resource: object) -> None:
     """SIGKILL the process group of a resource that has one (the shell: bash, or bwrap and
-    with it the whole sandbox). The worker sees its command end and goes on to stop."""
+    with it the whole sandbox), or abort one that can be (an MCP server's connection). The
+    worker sees its command end and goes on to stop."""
+    abort = getattr(resource, "abort", None)
+    if callable(abort):
+        with contextlib.suppress(Exception):
+            abort()
+        return
     try:
         alive = getattr(resource, "alive", None)
         if callable(alive) and not alive():
@@ -203,6 +218,25 @@ class Runner:
         self._providers: dict[tuple[str, float, int], tuple[Provider, str]] = {}
         self._turn = 0
         self._toolchains: dict[tuple[str, ...] | None, Toolchain] = {}
+        declared = (options.mcp_servers if options.mcp_servers is not None
+                    else options.config.mcp_servers)
+        self._mcp = self._mcp_servers(declared) if declared else None
+
+    def _mcp_servers(self, declared: Sequence[McpServerConfig]) -> McpServers:
+        from ..tools.mcp.servers import McpServers
+
+        config = self.options.config
+        self.options.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        env = tool_environment(os.environ, config.pass_env, secret_names=self.secrets)
+        servers = McpServers(declared, env=env, cwd=self.options.folder,
+                             cache_dir=config.home / "mcp-tools", hand_over=False)
+        servers.tools(None)  # listed now, so no task's time limit pays for a server's start
+        return servers
+
+    def close(self) -> None:
+        """Stop what the batch shares: MCP connections that listed tools."""
+        if self._mcp is not None:
+            self._mcp.close()
 
     @property
     def network(self) -> bool:
@@ -237,12 +271,17 @@ class Runner:
         ``.py`` entries, are loaded from each task's own workspace)."""
         config = self.options.config
         if names is not None and any(name.endswith(".py") for name in names):
-            return Toolchain.build(names, root=workspace, packages=config.tool_packages)
+            with self._lock:
+                extra = self._mcp.tools(names) if self._mcp is not None else []
+            return Toolchain.build(names, root=workspace, packages=config.tool_packages,
+                                   extra=extra)
         key = tuple(names) if names is not None else None
         with self._lock:  # built once: the first wave of tasks all asks at the same moment
             if key not in self._toolchains:
+                extra = self._mcp.tools(names) if self._mcp is not None else []
                 self._toolchains[key] = Toolchain.build(names, root=workspace,
-                                                        packages=config.tool_packages)
+                                                        packages=config.tool_packages,
+                                                        extra=extra)
             return self._toolchains[key]
 
     def run(self, task: Task, stop: Stop) -> TaskResult:

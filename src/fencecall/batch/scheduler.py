@@ -130,6 +130,7 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
         if stopping is not None:
             stopping.cancel()
         await _stop_all(active, options.grace)
+        runner.close()
 
 
 async def _stop_all(active: dict[asyncio.Future[Any], _Work], grace: float) -> None:

@@ -175,6 +175,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "configuration's, workspace-write)")
     batch.add_argument("--network", action="store_true", default=None,
                        help="let sandboxed commands reach the network")
+    batch.add_argument("--mcp", action="append", default=[], metavar="NAME=COMMAND",
+                       help="an MCP server whose tools tasks may use (as NAME.TOOL), besides "
+                            "the configured ones; each task gets its own connection "
+                            "(repeatable)")
     batch.add_argument("--max-steps", type=_at_least(1), metavar="N",
                        help="model replies per task, for tasks that say not")
     batch.add_argument("--max-tokens", type=_at_least(1), metavar="N",

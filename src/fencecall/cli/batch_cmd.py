@@ -27,7 +27,7 @@ from ..batch.progress import BatchProgress
 from ..config import load_config
 from ..secrecy import scrub_own_environ
 from ..tools.runtime.sandbox import SandboxPolicy, choose_sandbox
-from .options import allowlist_of
+from .options import allowlist_of, mcp_declarations_of
 from .visible import visible
 
 
@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         format=args.format, max_steps=args.max_steps, timeout=args.timeout,
         concurrency=args.concurrency, sandbox=sandbox.policy.value, network=args.network,
         yes=args.yes, retries=args.retries, request_timeout=args.request_timeout,
-        max_tokens=args.max_tokens, secrets=secrets)
+        max_tokens=args.max_tokens, secrets=secrets,
+        mcp_servers=mcp_declarations_of(args, config))
     with ResultFile(out) as results:
         for note in results.notes:
             _say(f"note: {note}")

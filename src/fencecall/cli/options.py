@@ -17,7 +17,7 @@ from ..execution import Session
 from ..parsing import FormatLike
 from ..secrecy import scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, Toolchain
-from ..tools.mcp import DeclarationError, from_command_line
+from ..tools.mcp import DeclarationError, McpServerConfig, from_command_line
 from ..tools.runtime.sandbox import Sandbox, choose_sandbox
 from .visible import visible
 
@@ -39,10 +39,9 @@ def allowlist_of(args: argparse.Namespace,
     return default
 
 
-def mcp_servers_of(args: argparse.Namespace, config: Config, workspace: Path,
-                   secrets: Iterable[str]) -> McpServers:
+def mcp_declarations_of(args: argparse.Namespace, config: Config) -> tuple[McpServerConfig, ...]:
     """The configured MCP servers, with those of ``--mcp NAME=COMMAND`` (which replace a
-    configured one of the same name). Their processes get the environment tools get."""
+    configured one of the same name)."""
     declared = {server.name: server for server in config.mcp_servers}
     for text in getattr(args, "mcp", None) or ():
         try:
@@ -50,10 +49,17 @@ def mcp_servers_of(args: argparse.Namespace, config: Config, workspace: Path,
         except DeclarationError as err:
             raise UserError(str(err)) from None
         declared[server.name] = server
+    return tuple(declared.values())
+
+
+def mcp_servers_of(args: argparse.Namespace, config: Config, workspace: Path,
+                   secrets: Iterable[str]) -> McpServers:
+    """The declared MCP servers (:func:`mcp_declarations_of`). Their processes get the
+    environment tools get."""
     from ..tools.mcp.servers import McpServers
 
     env = tool_environment(os.environ, config.pass_env, secret_names=secrets)
-    return McpServers(declared.values(), env=env, cwd=workspace,
+    return McpServers(mcp_declarations_of(args, config), env=env, cwd=workspace,
                       cache_dir=config.home / "mcp-tools")
 
 

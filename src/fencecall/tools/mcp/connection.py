@@ -16,7 +16,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,9 @@ class McpConnection:
         self.error: str | None = None
         """Why the connection ended, once it has (None while it lives or after close)."""
         self._closing = False
+        self._calls: set[concurrent.futures.Future[Any]] = set()
+        """Calls in flight, cancelled first when the connection closes (the SDK's shutdown
+        waits for them)."""
 
     # -- life ----------------------------------------------------------------------------
 
@@ -81,17 +84,33 @@ class McpConnection:
     def alive(self) -> bool:
         return self._ready.done() and self.error is None and not self._finished.is_set()
 
-    def close(self) -> None:
-        """End the session and the server's process; safe to call twice, from any thread."""
+    def close(self, wait: bool = True) -> None:
+        """End the session and the server's process; safe to call twice, from any thread.
+        A call in flight fails at once. Without ``wait``, the shutdown goes on in the
+        connection's thread (for a caller that must not block, such as an event loop)."""
         self._closing = True
+        for future in list(self._calls):
+            future.cancel()
+        # A started session ends the SDK's way (stdin closed, the process waited for, then
+        # terminated); one still starting is cancelled.
+        stop = self._stop if self._ready.done() else None
+        self._signal(stop.set if stop is not None else None)
+        if not wait:
+            return
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(CLOSE_TIMEOUT)
+            if self._thread.is_alive():
+                self._signal(None)
+                self._thread.join(CLOSE_TIMEOUT)
+        if self._finished.is_set():
+            self._stderr.close()
+
+    def _signal(self, action: Callable[[], None] | None) -> None:
+        """Run ``action`` (else cancel the main task) in the connection's loop, if it runs."""
         loop, main = self._loop, self._main
         if loop is not None and main is not None and not self._finished.is_set():
             with contextlib.suppress(RuntimeError):  # the loop has already closed
-                loop.call_soon_threadsafe(main.cancel)
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(CLOSE_TIMEOUT)
-        if self._finished.is_set():
-            self._stderr.close()
+                loop.call_soon_threadsafe(action or main.cancel)
 
     def stderr_tail(self) -> str:
         """The end of what the server wrote to stderr."""
@@ -112,6 +131,9 @@ class McpConnection:
             raise McpServerError(self._failure(self.error or "is not running"))
         future = asyncio.run_coroutine_threadsafe(
             self._client.call_tool(tool, dict(arguments)), self._loop)
+        self._calls.add(future)
+        if self._closing:  # closed while the call was being sent
+            future.cancel()
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
@@ -126,6 +148,8 @@ class McpConnection:
                 raise McpServerError(self._failure(self.error)) from None
             raise McpServerError(f"MCP server {self.config.name!r}: {tool} failed: "
                                  f"{type(err).__name__}: {err}") from None
+        finally:
+            self._calls.discard(future)
 
     def _failure(self, what: str) -> str:
         tail = self.stderr_tail().strip()

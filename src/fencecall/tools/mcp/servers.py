@@ -46,10 +46,13 @@ class ServerState:
 class McpServers:
     """The declared servers. ``env`` is the environment of stdio servers' processes (the
     allow-listed one tools get, to which each declaration adds its own ``env``); ``cwd`` is
-    where they start unless declared otherwise; ``cache_dir`` holds tool listings."""
+    where they start unless declared otherwise; ``cache_dir`` holds tool listings. With
+    ``hand_over`` (one session, whose workspace is ``cwd``), the connection that listed a
+    server's tools serves the first session that calls one; without it (sessions in other
+    workspaces, as in a batch) it is closed, and each session starts its own."""
 
     def __init__(self, configs: Iterable[McpServerConfig], *, env: Mapping[str, str],
-                 cwd: Path, cache_dir: Path | None = None):
+                 cwd: Path, cache_dir: Path | None = None, hand_over: bool = True):
         self._states: dict[str, ServerState] = {}
         for config in configs:
             if config.name in self._states:
@@ -59,6 +62,7 @@ class McpServers:
         self._cwd = cwd
         self._cache_dir = cache_dir
         self._spares: dict[str, McpConnection] = {}
+        self._hand_over = hand_over
         self._lock = threading.Lock()
 
     @property
@@ -108,13 +112,16 @@ class McpServers:
         except McpServerError as err:
             state.error = str(err)
             return
+        self._set_tools(state, tools, "server")
+        self._write_cache(config, tools)
+        if not self._hand_over:
+            connection.close()
+            return
         with self._lock:
             replaced = self._spares.pop(config.name, None)
             self._spares[config.name] = connection
         if replaced is not None:
             replaced.close()
-        self._set_tools(state, tools, "server")
-        self._write_cache(config, tools)
 
     def _set_tools(self, state: ServerState, tools: Sequence[Any], source: str) -> None:
         name = state.config.name
@@ -207,6 +214,7 @@ class SessionServer:
         self._context = context
         self._connection: McpConnection | None = None
         self._lock = threading.Lock()
+        self._aborted = False
 
     def call(self, tool: str, arguments: Mapping[str, Any]) -> Any:
         state = self._servers.state(self._name)
@@ -219,9 +227,13 @@ class SessionServer:
                     state.restarts += 1
                     state.sessions -= 1
                 self._connection = None
+                if self._aborted:
+                    raise McpServerError(f"MCP server {self._name!r}: the call was stopped")
                 connection = self._servers.connect(self._name, self._context)
                 self._connection = connection
                 state.sessions += 1
+                if self._aborted:  # stopped while the server was starting
+                    connection.close(wait=False)
         try:
             return connection.call(tool, arguments, state.config.call_timeout)
         except McpServerError as err:
@@ -233,6 +245,15 @@ class SessionServer:
     @property
     def stray_lines(self) -> int:
         return self._connection.stray_lines if self._connection is not None else 0
+
+    def abort(self) -> None:
+        """End the server's process now, from any thread, without waiting: a call in flight
+        fails at once, and so does every later one (a batch task stopped at its time limit).
+        The session still closes this as usual."""
+        self._aborted = True
+        connection = self._connection
+        if connection is not None:
+            connection.close(wait=False)
 
     def close(self) -> None:
         with self._lock:
