@@ -37,6 +37,8 @@ class Reply:
     retry_after: str | None = None
     usage: tuple[int, int] = (12, 7)
     """(input, output) tokens the reply reports."""
+    usage_extra: dict[str, Any] = field(default_factory=dict)
+    """More (or replaced) fields of the OpenAI usage object: cached tokens, odd values."""
     latency: float = 0.0
     """Seconds before the first event: the model's time to answer, once per reply (``delay``
     is slept after every event)."""
@@ -231,7 +233,7 @@ def _openai_events(reply: Reply, model: str, usage: bool) -> Iterator[str]:
     if usage:
         yield _sse({**base, "choices": [], "usage": {
             "prompt_tokens": reply.usage[0], "completion_tokens": reply.usage[1],
-            "total_tokens": sum(reply.usage)}})
+            "total_tokens": sum(reply.usage), **reply.usage_extra}})
     yield "data: [DONE]\n\n"
 
 

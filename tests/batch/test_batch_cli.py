@@ -151,3 +151,9 @@ def test_mcp_servers_from_the_command_line(
     assert result["metadata"]["outcome"] == "ok" and "from the server" in result["content"]
     bad = finish(tmp_path, server, tasks, tmp_path / "o2.jsonl", "--mcp", "no-equals-sign")
     assert bad.returncode == 2 and "--mcp" in bad.stderr
+    script.add("p", Reply("```shell\necho fine\n```\n"), Reply("done p"))
+    broken = finish(tmp_path, server, tasks_file(tmp_path / "p.jsonl", ["p"]),
+                    tmp_path / "o3.jsonl", "--mcp", f"broken={sys.executable} -c exit(4)")
+    assert broken.returncode == 0, broken.stderr  # the task needs none of its tools
+    assert "fencecall batch: warning: MCP server 'broken'" in broken.stderr
+    assert "Warning:" not in broken.stderr and "runner.py" not in broken.stderr

@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from ..batch import (
     BatchInterrupted,
@@ -35,7 +37,20 @@ def _say(text: str) -> None:
     print(f"fencecall batch: {visible(text)}", file=sys.stderr)
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """Warnings (an MCP server that cannot be listed, a sandbox fallback) as our own lines,
+    from whichever task's thread they come."""
+    _say(f"warning: {str(message).removeprefix('fencecall: ')}")
+
+
 def run(args: argparse.Namespace) -> int:
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _batch(args)
+
+
+def _batch(args: argparse.Namespace) -> int:
     config = load_config()
     tasks = load_tasks(args.tasks)
     secrets = config.secret_values(os.environ)

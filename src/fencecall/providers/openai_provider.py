@@ -65,10 +65,16 @@ def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
 
 
 def _usage(usage: Mapping[str, Any]) -> Usage:
-    """Chat-completions usage: cached prompt tokens are part of ``prompt_tokens``."""
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-    return Usage(input_tokens=(usage.get("prompt_tokens") or 0) - cached,
-                 output_tokens=usage.get("completion_tokens") or 0, cache_read_tokens=cached)
+    """Chat-completions usage: cached prompt tokens are part of ``prompt_tokens``. A count
+    that is not a number counts as none (servers vary; the reply is still good)."""
+    details = usage.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    return Usage(input_tokens=max(0, _count(usage.get("prompt_tokens")) - cached),
+                 output_tokens=_count(usage.get("completion_tokens")), cache_read_tokens=cached)
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class OpenAIProvider:
@@ -105,7 +111,7 @@ class OpenAIProvider:
                     for chunk in stream:
                         if not isinstance(chunk, dict):
                             raise TypeError(f"a chunk that is not a JSON object: {chunk!r:.80}")
-                        if usage := chunk.get("usage"):
+                        if (usage := chunk.get("usage")) and isinstance(usage, dict):
                             yield _usage(usage)
                         if not (choices := chunk.get("choices")):
                             continue
