@@ -237,7 +237,7 @@ class SessionServer:
         try:
             return connection.call(tool, arguments, state.config.call_timeout)
         except McpServerError as err:
-            if not connection.alive:
+            if not connection.alive and not self._aborted:
                 raise McpServerError(f"{err}\nIt will be started again on the next call.") \
                     from None
             raise

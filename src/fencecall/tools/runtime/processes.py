@@ -129,8 +129,8 @@ def live_processes() -> list[ProcessInfo]:
 
 def session_members(sid: int) -> list[int]:
     """Live pids in session ``sid``, zombies left out. On Linux one ``getsid`` per process
-    and a look at the few that match: a session ends after every command's shell, under
-    load, so this runs often while many processes live."""
+    and a look at the few that match, not a read of every process's stat: every shell
+    session that closes asks, and in a batch many close while many processes live."""
     try:
         names = os.listdir("/proc")
     except OSError:
