@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,33 @@ class Codeblock:
         candidate = words[-1] if len(words) == 2 else words[0]
         looks_like_path = "/" in candidate or ("." in candidate.strip(".") and " " not in candidate)
         return candidate if looks_like_path else None
+
+
+class _NoArguments(Mapping[str, Any]):
+    """The empty, immutable ``kwargs`` every call without named arguments shares: a reply of
+    many small blocks makes thousands of calls, and a dict each is as many allocations that
+    wake the cyclic garbage collector (which then walks every live object) far more often.
+    It equals ``{}``, and pickles and copies as itself."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "{}"
+
+    def __reduce__(self) -> str:
+        return "NO_ARGUMENTS"
+
+
+NO_ARGUMENTS: Mapping[str, Any] = _NoArguments()
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -63,7 +90,7 @@ class ToolCall:
         _set_name(self, name)
         _set_argline(self, argline)
         _set_content(self, content)
-        _set_kwargs(self, {} if kwargs is None else kwargs)
+        _set_kwargs(self, NO_ARGUMENTS if kwargs is None else kwargs)
         _set_call_id(self, call_id)
         _set_start(self, start)
         _set_format(self, format)
