@@ -157,3 +157,15 @@ def test_mcp_servers_from_the_command_line(
     assert broken.returncode == 0, broken.stderr  # the task needs none of its tools
     assert "fencecall batch: warning: MCP server 'broken'" in broken.stderr
     assert "Warning:" not in broken.stderr and "runner.py" not in broken.stderr
+
+
+def test_keep_workspaces_choices_are_the_runners_policies() -> None:
+    from typing import get_args
+
+    from fencecall.batch.runner import KeepPolicy
+    from fencecall.cli.arguments import KEEP_WORKSPACES, build_parser
+
+    assert get_args(KeepPolicy) == KEEP_WORKSPACES
+    args = build_parser().parse_args(["batch", "t.jsonl", "--out", "o.jsonl",
+                                      "--keep-workspaces", "failed"])
+    assert args.keep_workspaces == "failed"

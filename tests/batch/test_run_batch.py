@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.batch import BatchOptions, Task, TaskResult, WorkspaceSpec, run_batch
+from fencecall.batch.runner import KeepPolicy
 from fencecall.tools.runtime.sandbox import sandbox_support
 from tests.fakeserver import Reply
 
@@ -194,3 +195,26 @@ def test_closing_the_generator_stops_the_running_tasks(
     results.close()
     assert _running("4343.5") == []
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["first"]
+
+
+@pytest.mark.parametrize("policy", ["failed", "none"])
+def test_workspaces_go_with_their_results_when_asked(
+        policy: KeepPolicy, script: Script, options: BatchOptions, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o750)
+    script.shell_then_answer(
+        "ok", f"mkdir -p ro/deep && echo x > ro/deep/f && chmod 500 ro ro/deep && "
+              f"ln -s {outside} link && echo made")
+    script.add("bad", Reply(status=500))
+    results = by_id(list(run_batch([task("ok"), task("bad")],
+                                   dataclasses.replace(options, keep_workspaces=policy))))
+    ok, bad = results["ok"], results["bad"]
+    assert (ok.status, bad.status) == ("done", "error")
+    assert ok.workspace is None and ok.error is None
+    assert not (Path(str(ok.log)).parent / "workspace").exists()
+    assert Path(str(ok.log)).is_file() and Path(str(bad.log)).is_file()
+    assert outside.is_dir() and oct(outside.stat().st_mode & 0o777) == oct(0o750)
+    if policy == "failed":
+        assert bad.workspace is not None and Path(bad.workspace).is_dir()
+    else:
+        assert bad.workspace is None

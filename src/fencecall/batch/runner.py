@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..agent import Agent, Conversation, Outcome
 from ..agent.stats import TOKEN_KINDS, collect
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from ..tools.mcp.servers import McpServers
 
 R = TypeVar("R")
+KeepPolicy = Literal["all", "failed", "none"]
 STATUS_OF = {Outcome.DONE: "done", Outcome.STEP_LIMIT: "step-limit",
              Outcome.GAVE_UP: "gave-up", Outcome.INTERRUPTED: "error"}
 ERROR_TEXT = 500
@@ -80,6 +81,9 @@ class BatchOptions:
     secrets: Mapping[str, str] | None = None
     grace: float = 10.0
     """Seconds a stopped task's worker gets to end before it is left to end on its own."""
+    keep_workspaces: KeepPolicy = "all"
+    """Which tasks' workspaces stay on disk after their result: ``all``, ``failed`` (those
+    not ``done``) or ``none``. Logs always stay; the result keeps the diff."""
     mcp_servers: tuple[McpServerConfig, ...] | None = None
     """The MCP servers whose tools tasks may use (None: the configuration's). Their tools are
     listed once for the batch; a task that calls one gets a connection of its own (for a
@@ -339,6 +343,12 @@ class Runner:
                 changes = diff(workspace, base, Sandbox(self.policy, (workspace,)))
             except WorkspaceError as err:
                 error = f"{error}; {err}" if error else str(err)
+        if workspace.is_dir() and _removes(options.keep_workspaces, status):
+            try:
+                _remove_tree(workspace)
+            except OSError as err:
+                note = f"the workspace could not be removed ({err})"
+                error = f"{error}; {note}" if error else note
         messages = conversation.messages if conversation is not None else []
         return _result(task, status, error, messages, model=model, diff=changes,
                        wall=time.monotonic() - clock, started=started,
@@ -357,6 +367,21 @@ class Runner:
                      max_tokens=max_tokens, retries=self.retries, sleep=stop.sleep,
                      feedback_limit=config.near_misses, sampling=settings.sampling,
                      compact=settings.prompt_mode() == "compact", context_window=window)
+
+
+def _removes(policy: KeepPolicy, status: str) -> bool:
+    return policy == "none" or (policy == "failed" and status == "done")
+
+
+def _remove_tree(folder: Path) -> None:
+    """Remove a task's workspace, also folders its commands made read-only (the files are
+    ours; links are removed, never followed)."""
+    for root, folders, _ in os.walk(folder):
+        for name in folders:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o700)
+    shutil.rmtree(folder)
 
 
 def _blocked_when(stop: Stop) -> Callable[[ToolPreExecute], Block | None]:

@@ -15,6 +15,9 @@ from ..parsing import FORMATS, MARKDOWN
 
 COMMANDS = ("parse", "run", "chat", "list", "stats", "tools", "mcp", "batch")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
+KEEP_WORKSPACES = ("all", "failed", "none")
+"""``--keep-workspaces`` (:data:`fencecall.batch.runner.KeepPolicy`; named here so that
+``--help`` imports nothing heavy)."""
 
 
 def _at_least(minimum: float, kind: type[int] | type[float] = int
@@ -191,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="tries again after a failed request or a broken reply stream")
     batch.add_argument("--dir", type=Path, default=None, metavar="DIR",
                        help="folder for the tasks' workspaces and logs (default: RESULTS.d)")
+    batch.add_argument("--keep-workspaces", choices=KEEP_WORKSPACES, default="all",
+                       help="whose workspaces stay after their result: all (default), failed "
+                            "(tasks not done), or none; logs and diffs always stay")
     batch.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
                        help="run shards of tasks on Ray: a new local instance, or the cluster "
                             "at ADDRESS (needs pip install 'fencecall[ray]')")

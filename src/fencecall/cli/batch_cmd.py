@@ -69,7 +69,7 @@ def _batch(args: argparse.Namespace) -> int:
         concurrency=args.concurrency, sandbox=sandbox.policy.value, network=args.network,
         yes=args.yes, retries=args.retries, request_timeout=args.request_timeout,
         max_tokens=args.max_tokens, secrets=secrets,
-        mcp_servers=mcp_declarations_of(args, config))
+        mcp_servers=mcp_declarations_of(args, config), keep_workspaces=args.keep_workspaces)
     with ResultFile(out) as results:
         for note in results.notes:
             _say(f"note: {note}")
