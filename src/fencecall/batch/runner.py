@@ -374,13 +374,20 @@ def _removes(policy: KeepPolicy, status: str) -> bool:
 
 
 def _remove_tree(folder: Path) -> None:
-    """Remove a task's workspace, also folders its commands made read-only (the files are
-    ours; links are removed, never followed)."""
-    for root, folders, _ in os.walk(folder):
+    """Remove a task's workspace, also folders its commands made read-only or unreadable.
+    Each folder is opened relative to its parent's descriptor and never through a link, so
+    a process that swaps a folder for a link meanwhile cannot point a chmod outside."""
+    for _, folders, _, parent in os.fwalk(folder):
         for name in folders:
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                os.chmod(path, 0o700)
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
+                             dir_fd=parent)
+            except OSError:
+                continue  # a link (rmtree unlinks it) or gone
+            try:
+                os.fchmod(fd, 0o700)
+            finally:
+                os.close(fd)
     shutil.rmtree(folder)
 
 
