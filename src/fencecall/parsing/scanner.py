@@ -1034,8 +1034,9 @@ class Scanner:
         if fence is None or fence.fallback is None:
             return None
         close = fence.fallback
-        line = fence.line + 1 + self._slice(fence.body, close).count("\n")  # the body's first
-        self._close_fence(fence, close, out)  # line follows the opener's
+        # the body's first line is the one after the opener's
+        line = fence.line + 1 + self._slice(fence.body, close).count("\n")
+        self._close_fence(fence, close, out)
         return self._next_line(close), line
 
     def _report_unfinished(self) -> tuple[int, int] | None:

@@ -108,23 +108,30 @@ def live_processes() -> list[ProcessInfo]:
     except OSError:
         return _ps_processes()
     found = []
-    for name in names:  # plain os calls: closing a session scans this, often, under load
+    for name in names:
         if not name.isdigit():
             continue
-        try:
-            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            stat = os.read(fd, 1024)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 3 and fields[0] != b"Z":
+        fields = _stat_fields(name)
+        if fields is not None and len(fields) > 3 and fields[0] != b"Z":
             found.append(ProcessInfo(int(name), int(fields[1]), int(fields[3])))
     return found
+
+
+def _stat_fields(pid: str) -> list[bytes] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state, ppid, pgrp,
+    session…), which may itself hold spaces and parentheses; None when the process is gone.
+    Plain os calls: a batch's sessions scan this often, under load."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        stat = os.read(fd, 1024)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return stat[stat.rfind(b")") + 2 :].split()
 
 
 def session_members(sid: int) -> list[int]:
@@ -147,12 +154,8 @@ def session_members(sid: int) -> list[int]:
 
 
 def _zombie(pid: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return True  # gone
-    return stat[stat.rfind(b")") + 2 :].startswith(b"Z")
+    fields = _stat_fields(pid)
+    return not fields or fields[0] == b"Z"  # gone, or a zombie
 
 
 def _ps_processes() -> list[ProcessInfo]:
