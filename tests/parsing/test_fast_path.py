@@ -61,12 +61,20 @@ def _run(scanner: Scanner, chunks: list[str]) -> tuple[list[Found], list[Diagnos
     return found, scanner.diagnostics, ends
 
 
+def _parse(scanner: Scanner, text: str) -> tuple[list[Found], list[Diagnostic], list[int]]:
+    found = scanner.parse(text)
+    return found, scanner.diagnostics, [item.end for item in found if isinstance(item, ToolCall)]
+
+
 @settings(max_examples=500)
 @given(fence_texts, kinds, syntaxes)
 def test_whole_text_fast_path_equals_the_general_rules(text: str, blocks: str,
                                                        syntax: str) -> None:
-    fast = _run(_scanner(Scanner, blocks, syntax), [text])
-    assert fast == _run(_scanner(GeneralRules, blocks, syntax), [text])
+    general = _run(_scanner(GeneralRules, blocks, syntax), [text])
+    assert _run(_scanner(Scanner, blocks, syntax), [text]) == general
+    # a text known to be whole is one final region: the same calls, ends and diagnostics
+    assert _parse(_scanner(Scanner, blocks, syntax), text) == general
+    assert _parse(_scanner(GeneralRules, blocks, syntax), text) == general
 
 
 @settings(max_examples=300)
@@ -179,3 +187,11 @@ def test_a_block_is_reported_with_the_chunk_that_ends_its_closing_fence() -> Non
     # a block holding files closes once the line after its fence has begun
     assert reported["x = 1"] >= text.index("```\n\nEnd") + 5
     assert reported["x = 1"] < text.index("```\n\nEnd") + 5 + 8
+
+
+def test_parse_after_feed_is_feed_then_finish() -> None:
+    text = "intro\n```shell\nls\n```\nafter ```x\n```save a.md\nkept\n"
+    fed, parsed = Scanner(blocks="call"), Scanner(blocks="call")
+    assert parsed.feed(text[:20]) == fed.feed(text[:20])
+    assert parsed.parse(text[20:]) == fed.feed(text[20:]) + fed.finish()
+    assert parsed.diagnostics == fed.diagnostics and len(fed.diagnostics) == 1

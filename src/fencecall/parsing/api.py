@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .formats import MARKDOWN, FormatLike, get_format
+from .formats.base import read_whole
 from .model import Codeblock, Diagnostic, ToolCall
 from .scanner import Scanner
 
@@ -25,9 +26,7 @@ def parse_codeblocks(text: str, *, streaming: bool = False) -> list[Codeblock]:
     block is returned only once the line after its closing fence has begun.
     """
     scanner = Scanner()
-    found = scanner.feed(text)
-    if not streaming:
-        found += scanner.finish()
+    found = scanner.feed(text) if streaming else scanner.parse(text)
     return [item for item in found if isinstance(item, Codeblock)]
 
 
@@ -39,18 +38,14 @@ def parse_calls(text: str, fmt: FormatLike = MARKDOWN, *,
     names are tools is the registry's business. The ``tool`` format also reads markdown blocks.
     """
     scanner = get_format(fmt).scanner()
-    calls = scanner.feed(text)
-    if not streaming:
-        calls += scanner.finish()
-    return calls
+    return scanner.feed(text) if streaming else read_whole(scanner, text)
 
 
 def parse(text: str, fmt: FormatLike = MARKDOWN) -> Parsed:
     """The calls in the complete reply ``text`` and the diagnostics for those that will not
     run (malformed, never closed, hidden in unclosed thinking)."""
     scanner = get_format(fmt).scanner()
-    calls = scanner.feed(text)
-    calls += scanner.finish()
+    calls = read_whole(scanner, text)
     return Parsed(calls, list(scanner.diagnostics))
 
 

@@ -582,6 +582,21 @@ class Scanner:
         self._end_of_text(out)
         return out
 
+    def parse(self, text: str) -> list[Found]:
+        """``feed(text)`` then ``finish()``, for a text known to be whole: it is scanned as
+        one final region, so its last line is not held back and nothing is joined or
+        copied (on a fresh scanner; otherwise it is exactly those two calls)."""
+        if self._offset or self._partial or self._clean or self._carriage_return \
+                or self._finished:
+            return self.feed(text) + self.finish()
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        self._finished = True
+        self._plain = False
+        out = self._scan(text, final=True)
+        self._end_of_text(out)
+        return out
+
     def _normalise(self, chunk: str) -> str:
         """``\r\n`` and lone ``\r`` as ``\n``; a ``\r`` ending a chunk waits for the next
         one, which may start with the ``\n`` of the same line end."""

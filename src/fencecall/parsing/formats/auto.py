@@ -111,6 +111,13 @@ class AutoScanner:
             candidate.take(candidate.scanner.finish())
         return self._choose(final=True)
 
+    def parse(self, text: str) -> list[ToolCall]:
+        if self._chosen is not None:
+            return self.feed(text) + self.finish()
+        for candidate in self._candidates:
+            candidate.take(candidate.scanner.parse(text))
+        return self._choose(final=True)
+
     def _choose(self, final: bool) -> list[ToolCall]:
         """The calls held back so far, once the choice is made."""
         chosen = _winner(self._candidates, final)

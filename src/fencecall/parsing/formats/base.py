@@ -42,6 +42,16 @@ class CallScanner(Protocol):
         ...
 
 
+def read_whole(scanner: CallScanner, text: str) -> list[ToolCall]:
+    """The calls in the whole ``text``: ``feed`` then ``finish``, or in one pass by the
+    scanner's own ``parse(text)`` where it has one (the built-in scanners do: a text known
+    to be whole needs no line held back for the next chunk)."""
+    parse: Callable[[str], list[ToolCall]] | None = getattr(scanner, "parse", None)
+    if parse is not None:
+        return parse(text)
+    return scanner.feed(text) + scanner.finish()
+
+
 class CallFormat(Protocol):
     """How a model writes tool calls.
 
@@ -96,14 +106,15 @@ class BlockCalls:
     """Adapts the shared :class:`~fencecall.parsing.scanner.Scanner` to :class:`CallScanner`.
 
     The scanner must not report code blocks (``blocks="call"`` or ``"none"``): then all it
-    reports are tool calls, and its own ``feed`` and ``finish`` are passed on as they are, so
-    a streamed chunk costs no call in between.
+    reports are tool calls, and its own ``feed``, ``finish`` and ``parse`` are passed on as
+    they are, so a streamed chunk costs no call in between.
     """
 
-    __slots__ = ("_scanner", "feed", "finish")
+    __slots__ = ("_scanner", "feed", "finish", "parse")
 
     feed: Callable[[str], list[ToolCall]]
     finish: Callable[[], list[ToolCall]]
+    parse: Callable[[str], list[ToolCall]]
 
     def __init__(self, scanner: Scanner):
         if scanner.reports_codeblocks:
@@ -111,6 +122,7 @@ class BlockCalls:
         self._scanner = scanner
         self.feed = cast(Callable[[str], list[ToolCall]], scanner.feed)
         self.finish = cast(Callable[[], list[ToolCall]], scanner.finish)
+        self.parse = cast(Callable[[str], list[ToolCall]], scanner.parse)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
