@@ -16,7 +16,7 @@ from .test_properties import texts
 
 
 class GeneralRules(Scanner):
-    _fast_fences = False
+    _fast_paths = False
 
 
 FENCES = ["```", "````", "`````", "``````", "```shell", "````shell", "```save a.md",
@@ -187,6 +187,49 @@ def test_a_block_is_reported_with_the_chunk_that_ends_its_closing_fence() -> Non
     # a block holding files closes once the line after its fence has begun
     assert reported["x = 1"] >= text.index("```\n\nEnd") + 5
     assert reported["x = 1"] < text.index("```\n\nEnd") + 5 + 8
+
+
+XML_PIECES = ["<tool-use>", "</tool-use>", "<shell>", "</shell>", "<save args=\"a b.txt\">",
+              "</save>", "<save args='x<y'>", "<shell a=\"&amp;\" args=' ls '>", "<shell/>",
+              "<tool-use>\n<shell>\nls -la\n</shell>\n</tool-use>", "<tool-use >",
+              "<tool-use><tool-use>x</tool-use></tool-use>", "<![CDATA[", "]]>", "ls", "a < b",
+              "&lt;", "\n", " ", "\n\n", "<think>", "</think>", "```", "```shell\n", "<b>",
+              "<function_calls>", "</function_calls>", "<invoke name=\"shell\">", "</invoke>",
+              '<parameter name="command">', "</parameter>", "<shell args=\"x\"/>"]
+xml_texts = st.lists(st.sampled_from(XML_PIECES) | st.text(max_size=3), max_size=24).map("".join)
+
+
+@settings(max_examples=500)
+@given(xml_texts, st.lists(st.integers(min_value=0), max_size=12))
+def test_quick_xml_calls_equal_the_general_reading(text: str, cuts: list[int]) -> None:
+    general = _run(_scanner(GeneralRules, "none", "xml"), [text])
+    assert _parse(_scanner(Scanner, "none", "xml"), text) == general
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    chunks = [text[a:b] for a, b in itertools.pairwise([0, *points, len(text)])]
+    assert _run(_scanner(Scanner, "none", "xml"), chunks) == general
+
+
+AT_OPENERS = ["@shell(1): ", "@shell(): ", "@save(c_2):\t", "@x(y) ", "  @shell(3):",
+              "a @shell(4): "]
+AT_BODIES = ['{"command": "ls"}', '{"a": {"b": [1, "}"]}}', '{"a": "x\ny"}', '{"a": "\\""}',
+             "{}", "{", '{"a": 1', '{"a": 1}}', "{'a': 1}", '{"a": NaN}', '{"a": [}',
+             '{"a": "}', '{"a": 1} trailing', '{"a":\n 2}']
+AT_PIECES = ["{", "}", '"', "\\", ":", ", ", "\n", "\t", "```shell\n", "```", "<think>",
+             "</think>", "text ", "<tool_call>", "</tool_call>", '{"name": "shell"}']
+at_call = st.builds(lambda opener, body: opener + body, st.sampled_from(AT_OPENERS),
+                    st.sampled_from(AT_BODIES))
+at_texts = st.lists(at_call | st.sampled_from(AT_PIECES) | st.text(max_size=3),
+                    max_size=16).map("".join)
+
+
+@settings(max_examples=500)
+@given(at_texts, st.lists(st.integers(min_value=0), max_size=12))
+def test_quick_at_calls_equal_the_general_reading(text: str, cuts: list[int]) -> None:
+    general = _run(_scanner(GeneralRules, "call", "tool"), [text])
+    assert _parse(_scanner(Scanner, "call", "tool"), text) == general
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    chunks = [text[a:b] for a, b in itertools.pairwise([0, *points, len(text)])]
+    assert _run(_scanner(Scanner, "call", "tool"), chunks) == general
 
 
 def test_parse_after_feed_is_feed_then_finish() -> None:

@@ -244,9 +244,10 @@ class Scanner:
     that were meant but will not run.
     """
 
-    _fast_fences = True
-    """Whether :meth:`_scan_fences` reads fence lines (else every step takes the general
-    rules: a test's subclass turns it off, to check the fast path against them)."""
+    _fast_paths = True
+    """Whether :meth:`_scan_fences` reads fence lines and a tag syntax's ``quick`` reads
+    common calls (else every step takes the general rules: a test's subclass turns them off,
+    to check the fast paths against them)."""
 
     def __init__(self, *, blocks: Literal["codeblock", "call", "none"] = "codeblock",
                  tags: Sequence[TagSyntax] = (), spans: Sequence[SpanSyntax] = ()):
@@ -375,7 +376,7 @@ class Scanner:
         and the lines after one that can wait in :attr:`_clean` when they can; what is left
         is scanned as a region."""
         out: list[Found] = []
-        if not self._fast_fences:
+        if not self._fast_paths:
             pass
         elif "\n" not in lines:  # the common case: one line
             found = self._step_line(lines, None)
@@ -645,7 +646,7 @@ class Scanner:
             if mode is _OUTSIDE:
                 if hit is None:
                     break
-                pos = self._scan_outside(region, hit, base, finder)
+                pos = self._scan_outside(region, hit, base, finder, out)
             elif mode is _FENCE:
                 pos = self._scan_fence(region, pos, base, final, out)
             elif mode is _THINK:
@@ -687,7 +688,7 @@ class Scanner:
         self._uncounted = []
 
     def _scan_outside(self, region: str, hit: tuple[str, int], base: int,
-                      finder: _NeedleFinder) -> int:
+                      finder: _NeedleFinder, out: list[Found]) -> int:
         """Take the needle ``hit`` (the first at or after the position reached)."""
         needle, at = hit
         line_start = finder.line_start_before(at) if needle in self._line_start_needles else at
@@ -712,13 +713,27 @@ class Scanner:
             return at + 1
         tag_syntax = self._tags.get(needle)
         if tag_syntax is not None:
-            self._tag = _Tag(tag_syntax, base + at, base + at + len(needle),
-                             0)
+            quick = tag_syntax.quick
+            if quick is not None and self._fast_paths:
+                # common calls one after another, each read in one step
+                while (read := quick(region, at, base)) is not None:
+                    call, pos = read
+                    out.append(call)
+                    hit = finder.find(pos)
+                    if hit is None or hit[0] != needle:
+                        return pos
+                    at = hit[1]
+            self._tag = _Tag(tag_syntax, base + at, base + at + len(needle), 0)
             self._mode = _TAG
             return at + len(needle)
         for span in self._spans[needle]:
             m = span.opener.match(region, at)
             if m is not None:
+                if span.quick is not None and self._fast_paths:
+                    read = span.quick(m, region, base)
+                    if read is not None:
+                        out.append(read[0])
+                        return read[1]
                 line_end = region.find("\n", at)
                 self._span = _Span(span, m, base + at, base + m.end(), 0,
                                    base + (len(region) if line_end == -1 else line_end + 1),
@@ -760,7 +775,7 @@ class Scanner:
         The iterator lives as long as the region, so each run is found once however often
         the general step takes over: the scan stays linear.
         """
-        if not self._fast_fences:
+        if not self._fast_paths:
             return pos
         held = self._fence
         if held is not None:

@@ -53,6 +53,11 @@ class TagSyntax:
     opener: str
     closing: str
     read: Callable[[str, int], Iterable[Read]]
+    quick: Callable[[str, int, int], tuple[ToolCall, int] | None] | None = None
+    """``quick(region, at, base)``: the call of a common, complete block at ``at`` read in
+    one step (its ``end`` set), and where the block ends in ``region`` (``base`` is the
+    region's offset); None to leave the block to the general reading. It must find exactly
+    what that would."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +76,7 @@ class SpanSyntax:
     end: Callable[[], EndFinder]
     read: Callable[[re.Match[str], str, int], Iterable[Read]]
     label: Callable[[re.Match[str]], str]
+    quick: Callable[[re.Match[str], str, int], tuple[ToolCall, int] | None] | None = None
+    """``quick(match, region, base)``: the call of a common, complete span whose opener
+    matched in ``region``, read in one step (its ``end`` set), and where the span ends; None
+    to leave it to the general reading, as for :attr:`TagSyntax.quick`."""

@@ -103,6 +103,39 @@ def iter_tool_use(body: str, offset: int, fmt: str) -> Iterator[Read]:
                       "write <TOOL>content</TOOL> inside <tool-use>")
 
 
+# A whole ``<tool-use>`` call of one element whose text holds no ``<`` (nor do its attribute
+# values): the common call, which the general reading would take the same way.
+_PLAIN_TOOL_USE = re.compile(
+    rf"<tool-use>\s*<({NAME})((?:\s+[\w.\-:]+\s*=\s*(?:\"[^\"<]*\"|'[^'<]*'))*)\s*>"
+    r"([^<]*)</\1>\s*</tool-use>")
+
+
+def quick_tool_use(region: str, at: int, base: int, fmt: str) -> tuple[ToolCall, int] | None:
+    """The call of a plain ``<tool-use>`` block at ``at`` in one regular expression match
+    (its ``end`` set), and where the block ends in ``region``; None where the general reading
+    must decide (CDATA, markup in the text, several elements, a block not closed yet).
+
+    Nothing in such a block can be CDATA, a second opener or an earlier closing tag (every
+    ``<`` in it belongs to its four tags; an element named ``tool-use`` is left to the
+    general reading, as its closing tag would end the block), so what the general reading
+    makes of it is exactly this one call.
+    """
+    m = _PLAIN_TOOL_USE.match(region, at)
+    if m is None:
+        return None
+    name, attrs, text = m.groups()
+    if name == "tool-use":
+        return None
+    attributes = _attributes(attrs)
+    if text[:1] == "\n":
+        text = text[1:]
+    if text[-1:] == "\n":
+        text = text[:-1]
+    end = m.end()
+    return ToolCall(name, attributes.pop("args", "").strip() if attrs else "", text, attributes,
+                    None, base + m.start(1) - 1, fmt, base + end), end
+
+
 def _closing_before_next_child(body: str, closing: str, search: int) -> int:
     """The closing tag that is followed by nothing but another child or the end."""
     while True:

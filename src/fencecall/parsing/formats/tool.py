@@ -41,7 +41,20 @@ def read_at_call(match: re.Match[str], text: str, start: int) -> tuple[Read]:
                      format=NAME),)
 
 
-AT_CALLS = SpanSyntax("@", _CALL_AT, JsonEndScanner, read_at_call, _label)
+def quick_at_call(match: re.Match[str], region: str, base: int) -> tuple[ToolCall, int] | None:
+    """An ``@name(id): {json}`` call whose object is complete and valid JSON, read by the
+    decoder alone: a valid object ends at the brace where brace counting ends it, so this is
+    exactly the call the general reading makes. None otherwise (a problem, or more to come)."""
+    try:
+        value, end = _DECODER.raw_decode(region, match.end())
+    except (ValueError, RecursionError):
+        return None
+    name, call_id = match.group("name", "id")
+    return ToolCall(name, "", "", value, call_id or None, base + match.start(), NAME,
+                    base + end), end
+
+
+AT_CALLS = SpanSyntax("@", _CALL_AT, JsonEndScanner, read_at_call, _label, quick_at_call)
 LEFT_IN_CONTENT = (tool_call_tag(NAME),)
 """``<tool_call>`` tags a server did not turn into native calls."""
 

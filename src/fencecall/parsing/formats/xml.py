@@ -8,7 +8,13 @@ import json
 from ..model import ToolCall
 from ..scanner import Scanner
 from ..syntax import TagSyntax
-from ..xmlcalls import CDATA_CLOSE, CDATA_OPEN, iter_function_calls, iter_tool_use
+from ..xmlcalls import (
+    CDATA_CLOSE,
+    CDATA_OPEN,
+    iter_function_calls,
+    iter_tool_use,
+    quick_tool_use,
+)
 from .base import (
     BlockCalls,
     CallScanner,
@@ -21,7 +27,8 @@ from .base import (
 
 NAME = "xml"
 TAGS = (
-    TagSyntax("<tool-use>", "</tool-use>", lambda body, at: iter_tool_use(body, at, NAME)),
+    TagSyntax("<tool-use>", "</tool-use>", lambda body, at: iter_tool_use(body, at, NAME),
+              lambda region, at, base: quick_tool_use(region, at, base, NAME)),
     TagSyntax("<function_calls>", "</function_calls>",
               lambda body, at: iter_function_calls(body, at, NAME)),
 )
