@@ -719,10 +719,10 @@ class Scanner:
                 while (read := quick(region, at, base)) is not None:
                     call, pos = read
                     out.append(call)
-                    hit = finder.find(pos)
-                    if hit is None or hit[0] != needle:
+                    following = finder.find(pos)
+                    if following is None or following[0] != needle:
                         return pos
-                    at = hit[1]
+                    at = following[1]
             self._tag = _Tag(tag_syntax, base + at, base + at + len(needle), 0)
             self._mode = _TAG
             return at + len(needle)
