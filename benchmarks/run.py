@@ -5,7 +5,8 @@ to ``benchmarks/results/<time>.json`` (a crash keeps what was measured). Section
 parsing per format and input shape, beside a bare line pass over the same text (the floor);
 streaming in 8-character chunks, beside a minimal incremental consumer (the streaming floor)
 and at two sizes (linearity); streaming the way gptme's chat loop does; cold start; tool call
-overhead; sandbox cost; peak memory for a 10 MB reply.
+overhead; sandbox cost; peak memory for a 10 MB reply. Last, the parser's targets, each with
+what this run measured and whether it is met (:mod:`benchmarks.targets`).
 
 Every comparison is timed in one run with :func:`benchmarks.timing.compare`: a warm-up, then
 the cases in turn, the same number of runs each, median and best. If gptme is importable
@@ -28,7 +29,7 @@ from typing import Any
 
 from fencecall import StreamParser, parse_calls
 
-from . import gptme_adapter, sandbox, tools
+from . import gptme_adapter, sandbox, targets, tools
 from .inputs import SHAPES, SIZES, reply_ending_in_a_call
 from .timing import Timing, compare, mb_per_s
 
@@ -152,6 +153,7 @@ def parse_rows(sizes: dict[str, int] = SIZES, budget: float = 2.0) -> Iterator[R
 def stream_rows(sizes: dict[str, int] = STREAM_SIZES, budget: float = 2.0) -> Iterator[Row]:
     for fmt, shape in STREAM_SHAPES:
         previous: float | None = None
+        previous_floor: float | None = None
         for label, size in sizes.items():
             text = SHAPES[fmt][shape](size)
             chunks = chunks_of(text)
@@ -166,8 +168,10 @@ def stream_rows(sizes: dict[str, int] = STREAM_SIZES, budget: float = 2.0) -> It
                    "fc/floor": ours / t["floor"].median,
                    "whole-text ms": t["whole text"].median * 1000,
                    "stream/whole": ours / t["whole text"].median,
-                   "x time for 2x text": ours / previous if previous else None}
-            previous = ours
+                   "x time for 2x text": ours / previous if previous else None,
+                   "floor x for 2x text": (t["floor"].median / previous_floor if previous_floor
+                                           else None)}
+            previous, previous_floor = ours, t["floor"].median
 
 
 def chat_loop_rows(sizes: dict[str, int] = CHAT_LOOP_SIZES,
@@ -280,7 +284,8 @@ def sections() -> dict[str, Callable[[], Iterable[Row]]]:
         "text; speedup: gptme median / fencecall median, only where both found the same "
         "calls)": parse_rows,
         f"Streaming in {STREAM_CHUNK}-character chunks (ms; floor: a minimal consumer that keeps "
-        "each chunk and joins at a newline; last column: time at 200 KB / time at 100 KB)":
+        "each chunk and joins at a newline; last columns: time at 200 KB / time at 100 KB, "
+        "for fencecall and for the floor)":
             stream_rows,
         "Streaming a reply until its first call (ms): fencecall's loop, and gptme's chat loop "
         "(re-parses at each newline) and per-chunk re-parsing": chat_loop_rows,
@@ -301,6 +306,7 @@ def main() -> None:
              else "gptme not installed: gptme columns are empty (see README, Benchmarks)")
     print(f"fencecall benchmarks: Python {meta['python']} on {meta['machine']}; {gptme}")
     print(f"Results go to {results.path} as they are measured.")
+    measured: targets.Rows = {}
     for title, measure in sections().items():
         rows: list[Row] = []
         for row in measure():
@@ -308,6 +314,12 @@ def main() -> None:
             results.add(title, row)
         if rows:
             print_table(title, rows)
+        measured[getattr(measure, "__name__", title)] = rows
+    title = "Targets (issue 15), judged from this run's rows"
+    judged = targets.rows(measured)
+    for row in judged:
+        results.add(title, row)
+    print_table(title, judged)
     print(f"\nResults written to {results.path}")
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchmarks import gptme_adapter, run
+from benchmarks import gptme_adapter, run, targets
 from benchmarks.inputs import SHAPES, reply_ending_in_a_call
 from benchmarks.timing import compare
 
@@ -75,3 +75,30 @@ def test_gptme_comparison_is_optional() -> None:
     assert gptme_adapter.chat_loop_stream() is None
     assert gptme_adapter.tool_call("shell", "true") is None
     assert gptme_adapter.version() is None
+
+
+def test_targets_are_judged_from_the_rows_measured() -> None:
+    parse: list[dict[str, object]] = [
+        {"format": "markdown", "shape": "realistic reply", "size": "1 MB", "fc/floor": 0.6,
+         "speedup": 12.0},
+        {"format": "markdown", "shape": "many small blocks", "size": "1 MB", "speedup": 4.0},
+        {"format": "markdown", "shape": "many small blocks", "size": "10 KB", "speedup": 6.0},
+        {"format": "xml", "shape": "a", "size": "1 MB", "speedup": "differs"},
+        {"format": "xml", "shape": "b", "size": "1 MB", "speedup": 5.5}]
+    stream = [{"format": "markdown", "shape": "realistic reply", "fc/floor": 2.5,
+               "x time for 2x text": 2.1, "floor x for 2x text": 2.3}]
+    judged = {row["target"].split(":")[0]: row for row in targets.rows(
+        {"parse_rows": parse, "stream_rows": stream,
+         "memory_rows": [{"case": "fencecall: parse", "peak / reply size": 0.8}]})}
+    assert judged["realistic reply, 1 MB"]["met"] == "yes"
+    tiny = judged["back-to-back tiny blocks"]
+    assert tiny["met"] == "no" and tiny["measured"] == "4.00x-6.00x"
+    assert judged["xml calls"]["met"] == "yes" and "1 rows find different calls" in \
+        judged["xml calls"]["measured"]
+    assert judged["tool calls"]["met"] is None  # no rows: not measured, not guessed
+    streaming = [row for row in targets.rows({"stream_rows": stream})
+                 if row["target"].startswith("streaming")]
+    assert [row["met"] for row in streaming] == ["no", "yes"]
+    assert "the floor itself 2.30x" in streaming[1]["measured"]
+    assert judged["peak memory for a 10 MB reply"]["met"] == "yes"
+    assert all(row["met"] is None for row in targets.rows({}))
