@@ -19,8 +19,9 @@ from fencecall.tools import Toolchain
 from fencecall.tools.mcp import McpServerConfig, McpServers
 
 from ..ports import free_port, wait_for_port
+from ..processes import alive
 
-__all__ = ["free_port"]  # for the server tests
+__all__ = ["alive", "free_port"]  # for the server and client tests
 
 FLAKY = Path(__file__).with_name("flaky_server.py")
 
@@ -28,15 +29,6 @@ FLAKY = Path(__file__).with_name("flaky_server.py")
 def flaky(name: str = "flaky", **options: object) -> McpServerConfig:
     return McpServerConfig(name, command=sys.executable, args=(str(FLAKY), "--noisy"),
                            **options)  # type: ignore[arg-type]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/stat")
-    return not (status.exists() and status.read_text().split()[2] == "Z")
 
 
 @pytest.fixture

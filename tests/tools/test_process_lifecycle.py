@@ -12,13 +12,7 @@ from pathlib import Path
 from fencecall.tools.runtime import scratch
 from fencecall.tools.runtime.shell_session import ShellSession
 
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+from ..processes import alive
 
 
 def test_output_that_would_fill_the_disk_stops_the_command(tmp_path: Path) -> None:
@@ -68,10 +62,10 @@ def test_an_unsandboxed_shell_dies_with_fencecall(tmp_path: Path) -> None:
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     bash = int(proc.stdout.readline())
-    assert _alive(bash)
+    assert alive(bash)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 5
-    while _alive(bash) and time.monotonic() < deadline:
+    while alive(bash) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(bash)
+    assert not alive(bash)
