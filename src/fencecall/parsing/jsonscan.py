@@ -18,6 +18,32 @@ _INSIDE_STRING = re.compile(r'["\\]')
 _TOKEN = re.compile(r'[{}]|"[^"\\]*(?:\\.[^"\\]*)*("|\\?\Z)', re.S)
 
 
+MAX_DEPTH = 100
+"""How deeply a call's JSON may nest. Python 3.11's decoder gives up at a depth that depends
+on how deep the caller's stack already is, so one object could be read in one place and
+refused in another (whole text or streamed, quick or general reading); no reader decodes an
+object nested deeper than this, and each says so the same way."""
+_BRACKET_OR_STRING = re.compile(r'[\[\]{}]|"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+
+
+def too_deep(text: str, start: int = 0, end: int | None = None) -> bool:
+    """Whether the JSON in ``text[start:end]`` nests deeper than :data:`MAX_DEPTH` (brackets
+    inside strings do not count). Costs two counts unless it holds that many brackets."""
+    stop = len(text) if end is None else end
+    if text.count("{", start, stop) + text.count("[", start, stop) <= MAX_DEPTH:
+        return False
+    depth = 0
+    for m in _BRACKET_OR_STRING.finditer(text, start, stop):
+        token = m.group()
+        if token in ("{", "["):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif token in ("}", "]"):
+            depth -= 1
+    return False
+
+
 class JsonEndScanner:
     """Tracks brace depth across calls to :meth:`scan`."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..jsonscan import JsonEndScanner
+from ..jsonscan import MAX_DEPTH, JsonEndScanner, too_deep
 from ..model import ToolCall
 from ..scanner import Scanner
 from ..syntax import Problem, Read, SpanSyntax
@@ -32,6 +32,9 @@ def read_at_call(match: re.Match[str], text: str, start: int) -> tuple[Read]:
     """The call an ``@name(id): {json}`` span makes. Raw newlines and tabs in strings are
     accepted, as models write them."""
     name = match.group("name")
+    if too_deep(text):
+        return (Problem(start, _label(match), f"has arguments nested deeper than {MAX_DEPTH} "
+                        "levels", name),)
     try:
         value = _DECODER.decode(text)  # an object: the span starts at its brace
     except (ValueError, RecursionError) as err:
@@ -48,6 +51,8 @@ def quick_at_call(match: re.Match[str], region: str, base: int) -> tuple[ToolCal
     try:
         value, end = _DECODER.raw_decode(region, match.end())
     except (ValueError, RecursionError):
+        return None
+    if too_deep(region, match.end(), end):
         return None
     name, call_id = match.group("name", "id")
     return ToolCall(name, "", "", value, call_id or None, base + match.start(), NAME,

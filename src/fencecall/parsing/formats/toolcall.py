@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..jsonscan import MAX_DEPTH, too_deep
 from ..model import ToolCall
 from ..syntax import Problem, Read, TagSyntax
 
@@ -54,6 +55,8 @@ def read_tool_call(body: str, offset: int, fmt: str | None) -> Iterator[Read]:
 
 
 def _read_json(text: str, start: int, fmt: str) -> Read:
+    if too_deep(text):
+        return Problem(start, OPENER, f"holds JSON nested deeper than {MAX_DEPTH} levels")
     try:
         value, end = _DECODER.raw_decode(text)
     except (ValueError, RecursionError) as err:
@@ -87,6 +90,8 @@ def _arguments(call: Mapping[str, Any]) -> dict[str, Any] | str:
     if value is None:
         return {}
     if isinstance(value, str):
+        if too_deep(value):
+            return f'has "{key}" as a string of JSON nested deeper than {MAX_DEPTH} levels'
         try:
             value = json.loads(value, strict=False)
         except (ValueError, RecursionError) as err:
