@@ -15,6 +15,7 @@ from fencecall.batch.runner import KeepPolicy
 from fencecall.tools.runtime.sandbox import sandbox_support
 from tests.fakeserver import Reply
 
+from ..processes import running
 from .conftest import Script, git, task
 
 
@@ -114,18 +115,6 @@ def test_a_git_workspace_is_cloned_at_its_ref(
     assert "+three" in (result.diff or "") and " one" in (result.diff or "")
 
 
-def _running(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes().decode(
-                    errors="replace"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
 def test_a_task_past_its_timeout_is_stopped_and_its_commands_killed(
         script: Script, options: BatchOptions) -> None:
     script.shell_then_answer("slow", "sleep 4242.5")  # past the tool's own timeout too
@@ -138,7 +127,7 @@ def test_a_task_past_its_timeout_is_stopped_and_its_commands_killed(
         assert results[name].status == "timeout", results[name]
         assert "ran past its timeout of 1 s" in str(results[name].error)
     assert "worker did not end" not in str(results["slow"].error)
-    assert _running("4242.5") == []
+    assert running("4242.5") == []
     assert script.requests["slow"] == 1  # no reply was asked for after the stop
 
 
@@ -193,7 +182,7 @@ def test_closing_the_generator_stops_the_running_tasks(
     results = run_batch(tasks, dataclasses.replace(options, concurrency=5), out=out)
     assert next(results).id == "first"
     results.close()
-    assert _running("4343.5") == []
+    assert running("4343.5") == []
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["first"]
 
 

@@ -6,13 +6,20 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from fencecall.batch.runner import Stop
 from fencecall.tools.runtime import scratch
+from fencecall.tools.runtime.processes import SessionAborted
+from fencecall.tools.runtime.python_session import PythonSession
 from fencecall.tools.runtime.shell_session import ShellSession
 
-from ..processes import alive
+from ..processes import alive, running
 
 
 def test_output_that_would_fill_the_disk_stops_the_command(tmp_path: Path) -> None:
@@ -69,3 +76,60 @@ def test_an_unsandboxed_shell_dies_with_fencecall(tmp_path: Path) -> None:
     while alive(bash) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(bash)
+
+
+def test_an_aborted_shell_ends_its_command_and_never_starts_again(tmp_path: Path) -> None:
+    shell = ShellSession(tmp_path)
+    try:
+        pid = shell.pid
+        outcome: list[object] = []
+        worker = threading.Thread(target=lambda: outcome.append(_outcome(
+            lambda: shell.run("sleep 3131.5", timeout=60))))
+        worker.start()
+        deadline = time.monotonic() + 30
+        while not running("3131.5") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        shell.abort()  # from another thread, as a batch task's stop does
+        worker.join(30)
+        assert not worker.is_alive() and not alive(pid) and running("3131.5") == []
+        # a dead shell is restarted for the next command, unless it was aborted
+        with pytest.raises(SessionAborted, match="shell was stopped"):
+            shell.run("sleep 3131.6")
+        assert running("3131.6") == []
+    finally:
+        shell.close()
+
+
+def test_an_aborted_python_session_never_starts_again(tmp_path: Path) -> None:
+    session = PythonSession(tmp_path)
+    try:
+        assert session.run("1 + 1").result == "2"
+        session.abort()
+        with pytest.raises(SessionAborted, match="python session was stopped"):
+            session.run("1 + 1")
+        assert not session.alive()
+    finally:
+        session.close()
+
+
+def test_a_stop_outlasts_the_shell_it_killed(tmp_path: Path) -> None:
+    """The race that left a command running after a batch was closed: the stop fired while
+    the worker was between the model's reply and its command, so the shell it killed was
+    started again for the command."""
+    stop = Stop()
+    shell = ShellSession(tmp_path)
+    try:
+        stop.watch(shell)
+        stop.fire("stopped")
+        with pytest.raises(SessionAborted):
+            shell.run("sleep 3131.7")
+        assert running("3131.7") == []
+    finally:
+        shell.close()
+
+
+def _outcome(run: Callable[[], object]) -> object:
+    try:
+        return run()
+    except Exception as err:  # the command's end, or the session's refusal
+        return err

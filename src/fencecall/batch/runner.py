@@ -148,9 +148,10 @@ class Stop:
 
 
 def _kill(resource: object) -> None:
-    """SIGKILL the process group of a resource that has one (the shell: bash, or bwrap and
-    with it the whole sandbox), or abort one that can be (an MCP server's connection). The
-    worker sees its command end and goes on to stop."""
+    """Abort a resource that can be (the shell and python sessions: their process group is
+    killed, bwrap and with it the whole sandbox, and they never start again; an MCP server's
+    connection), or SIGKILL the process group of one that has a ``pid``. The worker sees its
+    command end and goes on to stop."""
     abort = getattr(resource, "abort", None)
     if callable(abort):
         with contextlib.suppress(Exception):

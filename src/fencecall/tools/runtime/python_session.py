@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .processes import kill_group, live_processes, sandboxed_pid, start_process
+from .processes import StartGate, kill_group, live_processes, sandboxed_pid, start_process
 from .sandbox import Sandbox, SandboxPolicy
 
 DRIVER = Path(__file__).with_name("python_driver.py")
@@ -57,26 +57,35 @@ class PythonSession:
         self._out, self._err = _output_file(), _output_file()
         self._ids = itertools.count(1)
         self._proc: subprocess.Popen[bytes] | None = None
+        self._gate = StartGate("python session")
         self._start()
 
     def _start(self) -> None:
+        self._proc = self._gate.start(self._spawn)
+        self._pending = b""
+        self._interpreter_pid: int | None = None
+        if self._functions:
+            self._send({"op": "functions", "names": sorted(self._functions)})
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
         request_read, self._request_fd = os.pipe()
         self._reply_fd, reply_write = os.pipe()
         argv = self._sandbox.command(
             [sys.executable, "-u", str(DRIVER), str(request_read), str(reply_write)],
             cwd=self._cwd)
         try:
-            self._proc = start_process(
+            return start_process(
                 argv, stdin=subprocess.DEVNULL,
                 stdout=self._out, stderr=self._err, cwd=self._cwd,
                 pass_fds=(request_read, reply_write), start_new_session=True, env=self._env)
         finally:
             os.close(request_read)
             os.close(reply_write)
-        self._pending = b""
-        self._interpreter_pid: int | None = None
-        if self._functions:
-            self._send({"op": "functions", "names": sorted(self._functions)})
+
+    def abort(self) -> None:
+        """Kill the interpreter, from any thread, and never start it again: the code running
+        ends, and later calls fail (a batch task's stop)."""
+        self._gate.abort()
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from .output import cut_note
 from .processes import (
+    StartGate,
     descendants,
     kill_group,
     live_processes,
@@ -126,6 +127,7 @@ class ShellSession:
             self._own_tmp = make_scratch("tmp")
             self._sandbox = replace(self._sandbox, tmp=self._own_tmp)
         self._proc: subprocess.Popen[bytes] | None = None
+        self._gate = StartGate("shell")
         self._buffer = b""
         self._bash_pid: int | None = None
         self._start()
@@ -140,12 +142,17 @@ class ShellSession:
     def _start(self) -> None:
         argv = self._sandbox.command(["bash", "--noprofile", "--norc"], scratch=[self._dir],
                                      cwd=self._cwd)
-        self._proc = start_process(
+        self._proc = self._gate.start(lambda: start_process(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, cwd=self._cwd, env=self._environment(),
-            start_new_session=True)
+            start_new_session=True))
         self._buffer = b""
         self._bash_pid = None
+
+    def abort(self) -> None:
+        """Kill the shell and what runs in its session now, from any thread, and never start
+        it again: the command running ends, and later ones fail (a batch task's stop)."""
+        self._gate.abort()
 
     @property
     def pid(self) -> int:
