@@ -36,6 +36,8 @@ from fencecall.tools.runtime.sandbox import (
 )
 from fencecall.tools.runtime.shell_session import ShellSession
 
+from ..processes import running
+
 SUPPORT = sandbox_support()
 needs_bwrap = pytest.mark.skipif(not SUPPORT.available,
                                  reason=f"bubblewrap sandbox unavailable: {SUPPORT.reason}")
@@ -304,6 +306,23 @@ def test_read_only_blocks_every_write_workspace_included(start_shell: StartShell
 
 
 # -- the read_only one-shot run ---------------------------------------------------------------
+
+
+@needs_bwrap
+def test_an_abort_ends_a_read_only_run_too(start_shell: StartShell) -> None:
+    shell = start_shell()
+    results: list[object] = []
+    worker = threading.Thread(target=lambda: results.append(
+        shell.run("sleep 3232.5", timeout=120, read_only=True)))
+    started = time.monotonic()
+    worker.start()
+    while not running("3232.5") and time.monotonic() - started < 30:
+        time.sleep(0.01)
+    assert running("3232.5")
+    shell.abort()
+    worker.join(30)
+    assert not worker.is_alive() and running("3232.5") == []
+    assert time.monotonic() - started < 60  # ended by the abort, not by its timeout
 
 
 @needs_bwrap

@@ -91,36 +91,40 @@ class SessionAborted(RuntimeError):
 
 
 class StartGate:
-    """Starts a session's process until :meth:`abort` is called, from any thread; from then
-    on the process is killed and no other is started (a session restarts a shell that died,
-    which would otherwise bring a stopped task's command back to life). Starting and aborting
-    take one lock, so a process started before the abort is killed by it, and a start after
-    it is refused."""
+    """Starts a session's processes until :meth:`abort` is called, from any thread; from then
+    on they are killed and no other is started (a session restarts a shell that died, which
+    would otherwise bring a stopped task's command back to life). Starting and aborting take
+    one lock, so a process started before the abort is killed by it, and a start after it is
+    refused."""
 
-    __slots__ = ("_aborted", "_lock", "_proc", "_what")
+    __slots__ = ("_aborted", "_lock", "_procs", "_what")
 
     def __init__(self, what: str) -> None:
         self._what = what
         self._lock = threading.Lock()
         self._aborted = False
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, make: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
         """``make()``'s process, unless the session was aborted (:class:`SessionAborted`)."""
         with self._lock:
             if self._aborted:
                 raise SessionAborted(f"the {self._what} was stopped; nothing runs in it again")
-            self._proc = make()
-            return self._proc
+            proc = make()
+            self._procs = [known for known in self._procs if known.returncode is None]
+            self._procs.append(proc)
+            return proc
 
     def abort(self) -> None:
-        """SIGKILL the process group of the process started last, and start no other."""
+        """SIGKILL the process group of each process started here that is still running, and
+        start no other."""
         with self._lock:
             self._aborted = True
-            proc = self._proc
-        if proc is not None and proc.poll() is None:  # not reaped: its pid is still its own
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            procs = list(self._procs)
+        for proc in procs:
+            if proc.poll() is None:  # not reaped: its pid is still its own
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

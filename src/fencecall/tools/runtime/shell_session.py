@@ -150,8 +150,9 @@ class ShellSession:
         self._bash_pid = None
 
     def abort(self) -> None:
-        """Kill the shell and what runs in its session now, from any thread, and never start
-        it again: the command running ends, and later ones fail (a batch task's stop)."""
+        """Kill the shell and what runs in its session now (a read-only run too), from any
+        thread, and never start it again: the command running ends, and later ones fail (a
+        batch task's stop)."""
         self._gate.abort()
 
     @property
@@ -238,10 +239,10 @@ class ShellSession:
                 [_BASH, "--noprofile", "--norc", "-c", _ONE_SHOT, "bash",
                  *map(str, (state or "/dev/null", script, out, err, tmp))],
                 scratch=[self._dir], cwd=self._cwd)
-            proc = start_process(
+            proc = self._gate.start(lambda: start_process(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE, cwd=self._cwd, start_new_session=True,
-                env={} if state else self._environment())
+                env={} if state else self._environment()))
             try:
                 _, setup_errors = proc.communicate(timeout=timeout)
             except subprocess.TimeoutExpired:
