@@ -128,7 +128,8 @@ class Stop:
         self._event.wait(seconds)
 
     def watch(self, resource: object) -> None:
-        """A session resource whose process (``pid``) is killed when the task stops."""
+        """A session resource that is aborted (see :func:`_kill`) when the task stops, or at
+        once if it has stopped."""
         with self._lock:
             if not any(known is resource for known in self._resources):
                 self._resources.append(resource)
