@@ -190,7 +190,7 @@ class ShellSession:
         restarted = None
         if not self.alive():
             restarted = "the previous shell had exited"
-            self._start()
+            self._restart()
         proc = self._proc
         assert proc is not None and proc.stdin is not None
         marker = secrets.token_hex(8)
@@ -199,8 +199,8 @@ class ShellSession:
         try:
             proc.stdin.write(line.encode())
             proc.stdin.flush()
-        except BrokenPipeError:
-            self._start()
+        except BrokenPipeError:  # it died since: start another (its pipes closed first)
+            self._restart()
             return self._source(script, out, err, timeout)
         try:
             status, timed_out = self._wait_marker(marker, timeout, watch=(out, err))
@@ -360,7 +360,8 @@ class ShellSession:
         self._kill_children()
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
-                stream.close()
+                with contextlib.suppress(OSError):  # a command it never read: a broken pipe
+                    stream.close()
         self._proc = None
 
     def close(self) -> None:
