@@ -12,7 +12,7 @@ from fencecall.parsing.jsonscan import JsonEndScanner
 from fencecall.parsing.model import Diagnostic, ToolCall
 from fencecall.parsing.scanner import Found, Scanner
 
-from .test_properties import texts
+from .test_properties import chunked, texts
 
 
 class GeneralRules(Scanner):
@@ -81,8 +81,7 @@ def test_whole_text_fast_path_equals_the_general_rules(text: str, blocks: str,
 @given(fence_texts, kinds, syntaxes, st.lists(st.integers(min_value=0), max_size=20))
 def test_streamed_fast_path_equals_the_general_rules(text: str, blocks: str, syntax: str,
                                                      cuts: list[int]) -> None:
-    points = sorted({c % (len(text) + 1) for c in cuts})
-    chunks = [text[a:b] for a, b in itertools.pairwise([0, *points, len(text)])]
+    chunks = chunked(text, cuts)
     general = _run(_scanner(GeneralRules, blocks, syntax), [text])
     assert _run(_scanner(Scanner, blocks, syntax), chunks) == general
     by_line = text.replace("\r\n", "\n").replace("\r", "\n").splitlines(keepends=True)
@@ -156,8 +155,7 @@ def test_each_feed_returns_what_the_general_rules_return(text: str, blocks: str,
 @given(fence_texts, kinds, syntaxes, st.lists(st.integers(min_value=0), max_size=20))
 def test_settled_agrees_after_every_feed(text: str, blocks: str, syntax: str,
                                          cuts: list[int]) -> None:
-    points = sorted({c % (len(text) + 1) for c in cuts})
-    chunks = [text[a:b] for a, b in itertools.pairwise([0, *points, len(text)])]
+    chunks = chunked(text, cuts)
     fast, general = _scanner(Scanner, blocks, syntax), _scanner(GeneralRules, blocks, syntax)
     for chunk in chunks:
         assert fast.feed(chunk) == general.feed(chunk)
@@ -202,11 +200,16 @@ xml_texts = st.lists(st.sampled_from(XML_PIECES) | st.text(max_size=3), max_size
 @settings(max_examples=500)
 @given(xml_texts, st.lists(st.integers(min_value=0), max_size=12))
 def test_quick_xml_calls_equal_the_general_reading(text: str, cuts: list[int]) -> None:
-    general = _run(_scanner(GeneralRules, "none", "xml"), [text])
-    assert _parse(_scanner(Scanner, "none", "xml"), text) == general
-    points = sorted({c % (len(text) + 1) for c in cuts})
-    chunks = [text[a:b] for a, b in itertools.pairwise([0, *points, len(text)])]
-    assert _run(_scanner(Scanner, "none", "xml"), chunks) == general
+    _assert_quick_reads_as_general(text, cuts, "none", "xml")
+
+
+def _assert_quick_reads_as_general(text: str, cuts: list[int], blocks: str,
+                                   syntax: str) -> None:
+    """Parsed whole, and fed in the chunks ``cuts`` make, the fast paths find what the
+    general rules find fed the whole text."""
+    general = _run(_scanner(GeneralRules, blocks, syntax), [text])
+    assert _parse(_scanner(Scanner, blocks, syntax), text) == general
+    assert _run(_scanner(Scanner, blocks, syntax), chunked(text, cuts)) == general
 
 
 AT_OPENERS = ["@shell(1): ", "@shell(): ", "@save(c_2):\t", "@x(y) ", "  @shell(3):",
@@ -225,11 +228,7 @@ at_texts = st.lists(at_call | st.sampled_from(AT_PIECES) | st.text(max_size=3),
 @settings(max_examples=500)
 @given(at_texts, st.lists(st.integers(min_value=0), max_size=12))
 def test_quick_at_calls_equal_the_general_reading(text: str, cuts: list[int]) -> None:
-    general = _run(_scanner(GeneralRules, "call", "tool"), [text])
-    assert _parse(_scanner(Scanner, "call", "tool"), text) == general
-    points = sorted({c % (len(text) + 1) for c in cuts})
-    chunks = [text[a:b] for a, b in itertools.pairwise([0, *points, len(text)])]
-    assert _run(_scanner(Scanner, "call", "tool"), chunks) == general
+    _assert_quick_reads_as_general(text, cuts, "call", "tool")
 
 
 def test_parse_after_feed_is_feed_then_finish() -> None:

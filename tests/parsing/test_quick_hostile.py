@@ -7,7 +7,6 @@ character at a time, a line at a time or in arbitrary chunks."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import sys
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from fencecall.parsing.scanner import Found, Scanner
 from fencecall.parsing.xmlcalls import quick_tool_use
 
 from .test_fast_path import GeneralRules, _parse, _run, _scanner
+from .test_properties import chunked
 
 Reading = tuple[list[Found], list[Diagnostic], list[int]]
 SETTINGS = settings(max_examples=200, deadline=None,
@@ -31,11 +31,6 @@ SETTINGS = settings(max_examples=200, deadline=None,
 
 def _blocks(syntax: str) -> str:
     return "none" if syntax == "xml" else "call"
-
-
-def _chunks(text: str, cuts: list[int]) -> list[str]:
-    points = sorted({c % (len(text) + 1) for c in cuts})
-    return [text[a:b] for a, b in itertools.pairwise([0, *points, len(text)])]
 
 
 def _assert_every_reading_agrees(text: str, syntax: str, cuts: list[int] | None = None) -> None:
@@ -54,7 +49,7 @@ def _assert_every_reading_agrees(text: str, syntax: str, cuts: list[int] | None 
                                    text.splitlines(keepends=True)),
     }
     if cuts is not None:
-        readings["fast chunks"] = _run(_scanner(Scanner, blocks, syntax), _chunks(text, cuts))
+        readings["fast chunks"] = _run(_scanner(Scanner, blocks, syntax), chunked(text, cuts))
     for how, reading in readings.items():
         assert reading == general, how
         assert repr(reading) == repr(general), how
