@@ -245,9 +245,9 @@ class Scanner:
     """
 
     _fast_paths = True
-    """Whether :meth:`_scan_fences` reads fence lines and a tag syntax's ``quick`` reads
-    common calls (else every step takes the general rules: a test's subclass turns them off,
-    to check the fast paths against them)."""
+    """Whether :meth:`_scan_fences` reads fence lines and the tag and span syntaxes'
+    ``quick`` readers read common calls (else every step takes the general rules: a test's
+    subclass turns them off, to check the fast paths against them)."""
 
     def __init__(self, *, blocks: Literal["codeblock", "call", "none"] = "codeblock",
                  tags: Sequence[TagSyntax] = (), spans: Sequence[SpanSyntax] = ()):
@@ -713,16 +713,11 @@ class Scanner:
             return at + 1
         tag_syntax = self._tags.get(needle)
         if tag_syntax is not None:
-            quick = tag_syntax.quick
-            if quick is not None and self._fast_paths:
-                # common calls one after another, each read in one step
-                while (read := quick(region, at, base)) is not None:
-                    call, pos = read
-                    out.append(call)
-                    following = finder.find(pos)
-                    if following is None or following[0] != needle:
-                        return pos
-                    at = following[1]
+            if tag_syntax.quick is not None and self._fast_paths:
+                read = tag_syntax.quick(region, at, base)
+                if read is not None:
+                    out.append(read[0])
+                    return read[1]
             self._tag = _Tag(tag_syntax, base + at, base + at + len(needle), 0)
             self._mode = _TAG
             return at + len(needle)
