@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from fencecall import StreamParser, parse_calls
+from fencecall.parsing import compiled
 
 from . import gptme_adapter, sandbox, targets, tools
 from .inputs import SHAPES, SIZES, reply_ending_in_a_call
@@ -300,11 +301,12 @@ def main() -> None:
     meta = {"time": datetime.now(UTC).isoformat(), "python": platform.python_version(),
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu unknown'}, "
                        f"{_cpus()} CPUs", "gptme": gptme_adapter.version(),
-            "lxml": gptme_adapter.lxml_version()}
+            "lxml": gptme_adapter.lxml_version(), "parser": _parser_build()}
     results = Results(meta)
     gptme = (f"gptme {meta['gptme']} (lxml {meta['lxml'] or 'not installed'})" if meta["gptme"]
              else "gptme not installed: gptme columns are empty (see README, Benchmarks)")
-    print(f"fencecall benchmarks: Python {meta['python']} on {meta['machine']}; {gptme}")
+    print(f"fencecall benchmarks: Python {meta['python']} on {meta['machine']}; "
+          f"fencecall's parser {meta['parser']}; {gptme}")
     print(f"Results go to {results.path} as they are measured.")
     measured: targets.Rows = {}
     for title, measure in sections().items():
@@ -321,6 +323,11 @@ def main() -> None:
         results.add(title, row)
     print_table(title, judged)
     print(f"\nResults written to {results.path}")
+
+
+def _parser_build() -> str:
+    """How fencecall's parser runs here: compiled, or its sources as plain Python."""
+    return "compiled (mypyc)" if compiled.active() else "as plain Python (not compiled)"
 
 
 def _cpus() -> int:

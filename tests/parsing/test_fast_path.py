@@ -14,9 +14,8 @@ from fencecall.parsing.scanner import Found, Scanner
 
 from .test_properties import chunked, texts
 
-
-class GeneralRules(Scanner):
-    _fast_paths = False
+FAST, GENERAL = True, False
+"""Scanners with their fast paths, and with every step taken by the general rules."""
 
 
 FENCES = ["```", "````", "`````", "``````", "```shell", "````shell", "```save a.md",
@@ -43,13 +42,14 @@ kinds = st.sampled_from(["codeblock", "call", "none"])
 syntaxes = st.sampled_from(["markdown", "xml", "tool"])
 
 
-def _scanner(cls: type[Scanner], blocks: str, syntax: str) -> Scanner:
+def _scanner(fast: bool, blocks: str, syntax: str) -> Scanner:
     from fencecall.parsing.formats.tool import AT_CALLS, LEFT_IN_CONTENT
     from fencecall.parsing.formats.xml import TAGS
 
     tags = {"markdown": (), "xml": TAGS, "tool": LEFT_IN_CONTENT}[syntax]
     spans = (AT_CALLS,) if syntax == "tool" else ()
-    return cls(blocks=blocks, tags=tags, spans=spans)  # type: ignore[arg-type]
+    return Scanner(blocks=blocks, tags=tags, spans=spans,  # type: ignore[arg-type]
+                   fast_paths=fast)
 
 
 def _run(scanner: Scanner, chunks: list[str]) -> tuple[list[Found], list[Diagnostic], list[int]]:
@@ -70,11 +70,11 @@ def _parse(scanner: Scanner, text: str) -> tuple[list[Found], list[Diagnostic], 
 @given(fence_texts, kinds, syntaxes)
 def test_whole_text_fast_path_equals_the_general_rules(text: str, blocks: str,
                                                        syntax: str) -> None:
-    general = _run(_scanner(GeneralRules, blocks, syntax), [text])
-    assert _run(_scanner(Scanner, blocks, syntax), [text]) == general
+    general = _run(_scanner(GENERAL, blocks, syntax), [text])
+    assert _run(_scanner(FAST, blocks, syntax), [text]) == general
     # a text known to be whole is one final region: the same calls, ends and diagnostics
-    assert _parse(_scanner(Scanner, blocks, syntax), text) == general
-    assert _parse(_scanner(GeneralRules, blocks, syntax), text) == general
+    assert _parse(_scanner(FAST, blocks, syntax), text) == general
+    assert _parse(_scanner(GENERAL, blocks, syntax), text) == general
 
 
 @settings(max_examples=300)
@@ -82,10 +82,10 @@ def test_whole_text_fast_path_equals_the_general_rules(text: str, blocks: str,
 def test_streamed_fast_path_equals_the_general_rules(text: str, blocks: str, syntax: str,
                                                      cuts: list[int]) -> None:
     chunks = chunked(text, cuts)
-    general = _run(_scanner(GeneralRules, blocks, syntax), [text])
-    assert _run(_scanner(Scanner, blocks, syntax), chunks) == general
+    general = _run(_scanner(GENERAL, blocks, syntax), [text])
+    assert _run(_scanner(FAST, blocks, syntax), chunks) == general
     by_line = text.replace("\r\n", "\n").replace("\r", "\n").splitlines(keepends=True)
-    assert _run(_scanner(Scanner, blocks, syntax), by_line) == general
+    assert _run(_scanner(FAST, blocks, syntax), by_line) == general
 
 
 def test_a_block_that_outlives_its_region_keeps_its_line() -> None:
@@ -147,8 +147,8 @@ def _fixed(text: str, size: int) -> list[str]:
 def test_each_feed_returns_what_the_general_rules_return(text: str, blocks: str, syntax: str,
                                                          size: int) -> None:
     for chunks in (_fixed(text, size), text.splitlines(keepends=True)):
-        fast = _feeds(_scanner(Scanner, blocks, syntax), chunks)
-        assert fast == _feeds(_scanner(GeneralRules, blocks, syntax), chunks)
+        fast = _feeds(_scanner(FAST, blocks, syntax), chunks)
+        assert fast == _feeds(_scanner(GENERAL, blocks, syntax), chunks)
 
 
 @settings(max_examples=300)
@@ -156,7 +156,7 @@ def test_each_feed_returns_what_the_general_rules_return(text: str, blocks: str,
 def test_settled_agrees_after_every_feed(text: str, blocks: str, syntax: str,
                                          cuts: list[int]) -> None:
     chunks = chunked(text, cuts)
-    fast, general = _scanner(Scanner, blocks, syntax), _scanner(GeneralRules, blocks, syntax)
+    fast, general = _scanner(FAST, blocks, syntax), _scanner(GENERAL, blocks, syntax)
     for chunk in chunks:
         assert fast.feed(chunk) == general.feed(chunk)
         assert fast.settled == general.settled
@@ -207,9 +207,9 @@ def _assert_quick_reads_as_general(text: str, cuts: list[int], blocks: str,
                                    syntax: str) -> None:
     """Parsed whole, and fed in the chunks ``cuts`` make, the fast paths find what the
     general rules find fed the whole text."""
-    general = _run(_scanner(GeneralRules, blocks, syntax), [text])
-    assert _parse(_scanner(Scanner, blocks, syntax), text) == general
-    assert _run(_scanner(Scanner, blocks, syntax), chunked(text, cuts)) == general
+    general = _run(_scanner(GENERAL, blocks, syntax), [text])
+    assert _parse(_scanner(FAST, blocks, syntax), text) == general
+    assert _run(_scanner(FAST, blocks, syntax), chunked(text, cuts)) == general
 
 
 AT_OPENERS = ["@shell(1): ", "@shell(): ", "@save(c_2):\t", "@x(y) ", "  @shell(3):",

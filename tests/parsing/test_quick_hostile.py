@@ -1,9 +1,9 @@
 """Hostile inputs for the scanner's fast paths: ``Scanner.parse`` (a whole text as one final
 region), ``quick_tool_use`` (a plain ``<tool-use>`` block by one regex) and ``quick_at_call``
 (an ``@name(id): {json}`` call by the JSON decoder alone). Each must find exactly what the
-general rules find (``GeneralRules``, fed the whole text then finished): the same calls, the
-same ends and the same diagnostics, whether the text is parsed whole, fed whole, fed one
-character at a time, a line at a time or in arbitrary chunks."""
+general rules find (``Scanner(fast_paths=False)``, fed the whole text then finished): the
+same calls, the same ends and the same diagnostics, whether the text is parsed whole, fed
+whole, fed one character at a time, a line at a time or in arbitrary chunks."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from fencecall.parsing.formats.tool import AT_CALLS, quick_at_call
 from fencecall.parsing.jsonscan import MAX_DEPTH
 from fencecall.parsing.model import Diagnostic, ToolCall
-from fencecall.parsing.scanner import Found, Scanner
+from fencecall.parsing.scanner import Found
 from fencecall.parsing.xmlcalls import quick_tool_use
 
-from .test_fast_path import GeneralRules, _parse, _run, _scanner
+from .test_fast_path import FAST, GENERAL, _parse, _run, _scanner
 from .test_properties import chunked
 
 Reading = tuple[list[Found], list[Diagnostic], list[int]]
@@ -37,19 +37,19 @@ def _assert_every_reading_agrees(text: str, syntax: str, cuts: list[int] | None 
     """Every way of reading ``text`` finds what the general rules find fed it whole. Compared
     by ``repr`` too, which ``==`` is not strict enough for (``1 == 1.0 == True``)."""
     blocks = _blocks(syntax)
-    general = _run(_scanner(GeneralRules, blocks, syntax), [text])
+    general = _run(_scanner(GENERAL, blocks, syntax), [text])
     readings: dict[str, Reading] = {
-        "general parse": _parse(_scanner(GeneralRules, blocks, syntax), text),
-        "fast parse": _parse(_scanner(Scanner, blocks, syntax), text),
-        "fast feed+finish": _run(_scanner(Scanner, blocks, syntax), [text]),
-        "fast by character": _run(_scanner(Scanner, blocks, syntax), list(text)),
-        "general by character": _run(_scanner(GeneralRules, blocks, syntax), list(text)),
+        "general parse": _parse(_scanner(GENERAL, blocks, syntax), text),
+        "fast parse": _parse(_scanner(FAST, blocks, syntax), text),
+        "fast feed+finish": _run(_scanner(FAST, blocks, syntax), [text]),
+        "fast by character": _run(_scanner(FAST, blocks, syntax), list(text)),
+        "general by character": _run(_scanner(GENERAL, blocks, syntax), list(text)),
         # splitlines also cuts at \x1c, \x85, \u2028 ...: chunk ends the scanner must not see
-        "fast by splitlines": _run(_scanner(Scanner, blocks, syntax),
+        "fast by splitlines": _run(_scanner(FAST, blocks, syntax),
                                    text.splitlines(keepends=True)),
     }
     if cuts is not None:
-        readings["fast chunks"] = _run(_scanner(Scanner, blocks, syntax), chunked(text, cuts))
+        readings["fast chunks"] = _run(_scanner(FAST, blocks, syntax), chunked(text, cuts))
     for how, reading in readings.items():
         assert reading == general, how
         assert repr(reading) == repr(general), how
@@ -233,7 +233,7 @@ def _moved(call: ToolCall, by: int) -> ToolCall:
 
 
 def _general_calls(text: str, syntax: str) -> tuple[list[ToolCall], list[Diagnostic]]:
-    scanner = _scanner(GeneralRules, _blocks(syntax), syntax)
+    scanner = _scanner(GENERAL, _blocks(syntax), syntax)
     found = scanner.parse(text)
     calls = [item for item in found if isinstance(item, ToolCall)]
     assert len(calls) == len(found)  # these formats report no code blocks
@@ -345,18 +345,18 @@ def _deep_tool_call(depth: int) -> str:
 def test_quick_at_call_equals_the_general_reading_at_every_nesting_depth() -> None:
     for depth in DEPTHS:
         text = _deep_at_call(depth)
-        fast, general = _scanner(Scanner, "call", "tool"), _scanner(GeneralRules, "call", "tool")
+        fast, general = _scanner(FAST, "call", "tool"), _scanner(GENERAL, "call", "tool")
         fast_reading = _flat(fast.parse(text), fast.diagnostics)
         assert fast_reading == _flat(general.parse(text), general.diagnostics), depth
 
 
-@pytest.mark.parametrize("cls", [Scanner, GeneralRules], ids=["fast", "general"])
+@pytest.mark.parametrize("fast", [FAST, GENERAL], ids=["fast", "general"])
 @pytest.mark.parametrize("make", [_deep_at_call, _deep_tool_call], ids=["at", "tool_call"])
-def test_parse_equals_feed_then_finish_at_every_nesting_depth(cls: type[Scanner],
+def test_parse_equals_feed_then_finish_at_every_nesting_depth(fast: bool,
                                                                make: Callable[[int], str]) -> None:
     for depth in DEPTHS:
         text = make(depth) + "\n"
-        parsed, fed = _scanner(cls, "call", "tool"), _scanner(cls, "call", "tool")
+        parsed, fed = _scanner(fast, "call", "tool"), _scanner(fast, "call", "tool")
         parsed_reading = _flat(parsed.parse(text), parsed.diagnostics)
         assert parsed_reading == _flat(fed.feed(text) + fed.finish(), fed.diagnostics), depth
 
@@ -364,7 +364,7 @@ def test_parse_equals_feed_then_finish_at_every_nesting_depth(cls: type[Scanner]
 @pytest.mark.parametrize("make", [_deep_at_call, _deep_tool_call], ids=["at", "tool_call"])
 def test_json_nested_past_the_limit_is_refused_with_a_reason(make: Callable[[int], str]) -> None:
     inner = MAX_DEPTH - 2 if make is _deep_tool_call else MAX_DEPTH  # its own two levels
-    fits, deeper = _scanner(Scanner, "call", "tool"), _scanner(Scanner, "call", "tool")
+    fits, deeper = _scanner(FAST, "call", "tool"), _scanner(FAST, "call", "tool")
     [call] = fits.parse(make(inner))
     assert isinstance(call, ToolCall) and call.name == "x" and not fits.diagnostics
     assert deeper.parse(make(inner + 1)) == []

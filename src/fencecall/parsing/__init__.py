@@ -1,5 +1,9 @@
 """Parsing: find tool calls in model text. Dependency-free and linear-time."""
 
+from .compiled import prefer_current_sources
+
+prefer_current_sources()  # before any compiled module is imported (see .compiled)
+
 from .api import Parsed, StreamParser, parse, parse_calls, parse_codeblocks, render
 from .formats import (
     FORMATS,

@@ -244,13 +244,13 @@ class Scanner:
     that were meant but will not run.
     """
 
-    _fast_paths = True
-    """Whether :meth:`_scan_fences` reads fence lines and the tag and span syntaxes'
-    ``quick`` readers read common calls (else every step takes the general rules: a test's
-    subclass turns them off, to check the fast paths against them)."""
-
     def __init__(self, *, blocks: Literal["codeblock", "call", "none"] = "codeblock",
-                 tags: Sequence[TagSyntax] = (), spans: Sequence[SpanSyntax] = ()):
+                 tags: Sequence[TagSyntax] = (), spans: Sequence[SpanSyntax] = (),
+                 fast_paths: bool = True):
+        self._fast_paths = fast_paths
+        """Whether :meth:`_scan_fences` reads fence lines and the tag and span syntaxes'
+        ``quick`` readers read common calls (else every step takes the general rules: the
+        tests turn them off, to check the fast paths against them)."""
         self._tags = {syntax.opener: syntax for syntax in tags}
         self._spans: dict[str, list[SpanSyntax]] = {}
         for span in spans:

@@ -1,0 +1,44 @@
+"""Builds fencecall's parsing core with mypyc, the compiler of mypy's own type checker.
+
+The compiled modules are the same typed Python sources, turned into C extensions: nothing
+else changes, and nothing is needed at run time. They are built where a C compiler is
+present; elsewhere, or with ``FENCECALL_PURE_PYTHON=1`` set, the same modules run as plain
+Python. Each build records the hash of every source it compiled
+(``src/fencecall/parsing/compiled_from.json``), so a source edited after the build (an
+editable install) runs as Python instead of as a stale extension (see
+``fencecall.parsing.compiled``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from setuptools import Extension, setup
+
+PARSING = Path("src/fencecall/parsing")
+COMPILED = ("jsonscan", "syntax", "xmlcalls", "scanner")
+"""The hot modules, in the order they import one another."""
+RECORD = PARSING / "compiled_from.json"
+
+
+def _extensions() -> list[Extension]:
+    RECORD.unlink(missing_ok=True)
+    if os.environ.get("FENCECALL_PURE_PYTHON"):
+        return []
+    from mypyc.build import mypycify
+
+    sources = [PARSING / f"{name}.py" for name in COMPILED]
+    extensions: list[Extension] = mypycify(
+        [str(path) for path in sources], opt_level="3", group_name="fencecall_parsing")
+    for extension in extensions:
+        extension.optional = True  # no compiler: the sources run as Python
+    RECORD.write_text(json.dumps({
+        f"fencecall.parsing.{path.stem}": hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sources}, indent=2) + "\n")
+    return extensions
+
+
+setup(ext_modules=_extensions())
