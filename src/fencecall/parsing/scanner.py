@@ -32,9 +32,8 @@ Fence rules (see ``docs`` in the README for examples):
 from __future__ import annotations
 
 import functools
-import itertools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum, auto
 from typing import Final, Literal
@@ -59,10 +58,6 @@ _DOCUMENT_LANGTAG = re.compile(r"(?i)^(?:markdown|md|mdx|rst)(?:\s|$)|\.(?:md|ma
 _FILE_ARGUMENT = re.compile(r"/|\.\w+$")
 # The first word of a language tag or tool name: word characters and . + # / ~ : - only.
 _LANGTAG_WORD = re.compile(r"[\w.+#/~:\-]+(?:\s|$)")
-# A run of 3+ backticks and the rest of its line (``.`` stops at a newline). It starts with a
-# literal, which the regex engine finds as fast as ``str.find``; whether only blanks precede
-# the run on its line is checked in Python, for the few runs there are.
-_FENCE_RUN = re.compile(r"(```+)(.*)")
 
 Found = Codeblock | ToolCall
 
@@ -92,6 +87,13 @@ def _fence_line(region: str, line_start: int, at: int) -> _FenceLine:
         line_end = len(region)
     info = region[at:line_end].lstrip("`")
     return line_start, line_end - at - len(info), info, line_end
+
+
+def _next_run(region: str, start: int) -> int:
+    """Where the next run of 3+ backticks at or after ``start`` begins; the region's length
+    if none does."""
+    at = region.find("```", start)
+    return len(region) if at == -1 else at
 
 
 def _find_fence(region: str, pos: int) -> tuple[int, _FenceLine] | None:
@@ -292,10 +294,9 @@ class Scanner:
         fence whose next line decides)."""
         self._kept: list[str] = []
         self._kept_base = 0
-        self._runs: Iterator[re.Match[str]] | None = None
-        """The runs of backticks in the region being scanned, found once each."""
-        self._run: re.Match[str] | None = None
-        """The run :meth:`_scan_fences` stopped at, to be looked at again."""
+        self._run_at = -1
+        """Where :meth:`_scan_fences` found the next run of backticks in the region being
+        scanned (its length: none is left), so each run is found once; -1: not searched."""
         self._finished = False
         self.diagnostics: list[Diagnostic] = []
         """Calls that were meant but will not run, in the order they were found."""
@@ -627,8 +628,7 @@ class Scanner:
         end = len(region)
         pos = 0
         finder = _NeedleFinder(region, self._needles)
-        self._runs = None
-        self._run = None
+        self._run_at = -1
         fence = self._fence
         if fence is not None and fence.pending_close is not None:
             self._decide_pending(fence, region, 0, base, final, out)
@@ -759,16 +759,16 @@ class Scanner:
         end of the region).
 
         Most of a reply is prose and code between fence lines, and most blocks are opened
-        and closed by a plain fence each. One regular expression iterator jumps from one run
-        of backticks to the next (the lines between them are never looked at in Python), and
-        a block opened and closed here lives in local variables only: no object, and no line
-        number (counted only if the block outlives the region, for a diagnostic). What the
-        common rules do not cover is left to the general step, at the run of backticks: a
-        block that holds documents or nested blocks, a glued fence, and, outside blocks, any
-        other needle (thinking, a tag, a span) that comes first.
+        and closed by a plain fence each. ``str.find`` jumps from one run of backticks to the
+        next (the lines between them are never looked at one by one), and a block opened and
+        closed here lives in local variables only: no object, and no line number (counted
+        only if the block outlives the region, for a diagnostic). What the common rules do
+        not cover is left to the general step, at the run of backticks: a block that holds
+        documents or nested blocks, a glued fence, and, outside blocks, any other needle
+        (thinking, a tag, a span) that comes first.
 
-        The iterator lives as long as the region, so each run is found once however often
-        the general step takes over: the scan stays linear.
+        Where the next run is stays known for the region (:attr:`_run_at`), so each run is
+        found once however often the general step takes over: the scan stays linear.
         """
         if not self._fast_paths:
             return pos
@@ -781,25 +781,25 @@ class Scanner:
         else:
             ticks, lang, start, body = 0, "", 0, 0  # ticks == 0: no block is open
             container = False
-        runs = self._runs
-        if runs is None:
-            runs = self._runs = _FENCE_RUN.finditer(region)
-        elif self._run is not None:  # the run the last call stopped at comes first
-            runs = itertools.chain((self._run,), runs)
+        size = len(region)
+        at = self._run_at
+        if at < pos:  # not searched yet, or the general step went past it
+            at = _next_run(region, pos)
         blocks = self._blocks
         stop = -1  # where the next other needle is, when outside a block (-1: not known)
-        for m in runs:
-            at = m.start()
-            if at < pos:
-                continue  # the general step went past it
+        while at < size:
+            line_end = region.find("\n", at + 3)
+            if line_end == -1:
+                line_end = size
             if at and region[at - 1] != "\n":
                 line_start = region.rfind("\n", 0, at) + 1
                 if region[line_start:at].strip(" \t"):
+                    at = _next_run(region, line_end)
                     continue  # not at the start of its line: prose or content
             else:
                 line_start = at
-            run, info = m.groups()
-            count = len(run)
+            info = region[at:line_end].lstrip("`")
+            count = line_end - at - len(info)
             glued = count >= 6 and count % 2 == 0 and info[:1] not in ("", " ", "\t", "`")
             if not ticks:  # outside a block
                 if stop < pos:
@@ -810,23 +810,27 @@ class Scanner:
                 if glued:
                     pos = at
                     break
-                pos = m.end()
+                pos = line_end
                 if "`" in info:
+                    at = _next_run(region, line_end)
                     continue  # ```x``` inline: prose
                 lang = info.strip()
                 ticks, start, body = count, base + at, base + pos + 1
                 container = count == 3 and _holds_files(lang)
+                at = _next_run(region, line_end)
                 continue
             if glued:
                 pos = at
                 break
             if "`" in info:
+                at = _next_run(region, line_end)
                 continue  # content
             if not info.strip():
                 if count != ticks:
+                    at = _next_run(region, line_end)
                     continue  # shorter: content; longer: content (nothing is nested)
                 if container:  # it closes unless a line of text follows (an example opens)
-                    after = m.end() + 1
+                    after = line_end + 1
                     if after >= len(region):
                         pos = at  # the next line is not here yet, or there is none
                         break
@@ -836,7 +840,7 @@ class Scanner:
                     if following and not following.startswith("```"):
                         pos = at
                         break
-                pos = m.end()
+                pos = line_end
                 if blocks != "none":
                     close = base + line_start - 1
                     content = (region[body - base : close - base] if body >= base
@@ -848,15 +852,16 @@ class Scanner:
                         out.append(ToolCall(name, argline, content, None, None, start, FENCED,
                                             base + pos))
                 ticks = 0
+                at = _next_run(region, line_end)
                 continue
             if count >= ticks if _is_langtag(info) else count == ticks:
                 pos = at  # a nested block opens, or a glued close: the general rules
                 break
+            at = _next_run(region, line_end)  # shorter, with a langtag: content
         else:  # no fence line follows
-            m = None
             if ticks or finder.find(pos, "```") is None:
                 pos = len(region)
-        self._run = m
+        self._run_at = at
         if not ticks:
             self._fence = None
             self._mode = _OUTSIDE
