@@ -179,7 +179,6 @@ def _is_langtag(info: str) -> bool:
     return _LANGTAG_WORD.match(info.strip()) is not None
 
 
-@functools.lru_cache(maxsize=256)
 def _name_and_argline(lang: str) -> tuple[str, str]:
     """A call's name (the langtag's first word) and argument line (the rest)."""
     words = lang.split(None, 1)
