@@ -786,14 +786,20 @@ class Scanner:
             at = _next_run(region, pos)
         blocks = self._blocks
         stop = -1  # where the next other needle is, when outside a block (-1: not known)
-        while at < size:
+        line_end = -1  # where the line of the run taken before ends (none yet)
+        while True:
+            if line_end != -1:  # that run is taken: on to the next
+                at = _next_run(region, line_end)
+            if at >= size:  # no fence line follows
+                if ticks or finder.find(pos, "```") is None:
+                    pos = size
+                break
             line_end = region.find("\n", at + 3)
             if line_end == -1:
                 line_end = size
             if at and region[at - 1] != "\n":
                 line_start = region.rfind("\n", 0, at) + 1
                 if region[line_start:at].strip(" \t"):
-                    at = _next_run(region, line_end)
                     continue  # not at the start of its line: prose or content
             else:
                 line_start = at
@@ -811,22 +817,18 @@ class Scanner:
                     break
                 pos = line_end
                 if "`" in info:
-                    at = _next_run(region, line_end)
                     continue  # ```x``` inline: prose
                 lang = info.strip()
                 ticks, start, body = count, base + at, base + pos + 1
                 container = count == 3 and _holds_files(lang)
-                at = _next_run(region, line_end)
                 continue
             if glued:
                 pos = at
                 break
             if "`" in info:
-                at = _next_run(region, line_end)
                 continue  # content
             if not info.strip():
                 if count != ticks:
-                    at = _next_run(region, line_end)
                     continue  # shorter: content; longer: content (nothing is nested)
                 if container:  # it closes unless a line of text follows (an example opens)
                     after = line_end + 1
@@ -851,15 +853,11 @@ class Scanner:
                         out.append(ToolCall(name, argline, content, None, None, start, FENCED,
                                             base + pos))
                 ticks = 0
-                at = _next_run(region, line_end)
                 continue
             if count >= ticks if _is_langtag(info) else count == ticks:
                 pos = at  # a nested block opens, or a glued close: the general rules
                 break
-            at = _next_run(region, line_end)  # shorter, with a langtag: content
-        else:  # no fence line follows
-            if ticks or finder.find(pos, "```") is None:
-                pos = len(region)
+            # else shorter, with a langtag: content
         self._run_at = at
         if not ticks:
             self._fence = None
