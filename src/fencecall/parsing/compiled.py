@@ -73,11 +73,12 @@ def prefer_current_sources() -> None:
     if not built or any(name in sys.modules for name in built):
         return
     stale = _stale(built)
-    if stale and not os.environ.get("FENCECALL_PURE_PYTHON"):
+    asked = bool(os.environ.get("FENCECALL_PURE_PYTHON"))
+    if stale and not asked:
         warnings.warn(f"fencecall's compiled parser was built from other sources than "
                       f"{', '.join(stale)} now hold; running them as plain Python "
                       f"(rebuild with `pip install -e .`)", RuntimeWarning, stacklevel=2)
-    if stale or os.environ.get("FENCECALL_PURE_PYTHON"):
+    if stale or asked:
         sys.meta_path.insert(0, _FromSource(built))
 
 

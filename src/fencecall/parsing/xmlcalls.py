@@ -127,13 +127,10 @@ def quick_tool_use(region: str, at: int, base: int, fmt: str) -> tuple[ToolCall,
     if name == "tool-use":
         return None
     attributes = _attributes(attrs)
-    if text[:1] == "\n":
-        text = text[1:]
-    if text[-1:] == "\n":
-        text = text[:-1]
+    argline = attributes.pop("args", "").strip()
     end = m.end()
-    return ToolCall(name, attributes.pop("args", "").strip() if attrs else "", text, attributes,
-                    None, base + m.start(1) - 1, fmt, base + end), end
+    return ToolCall(name, argline, unwrap_text(text), attributes, None, base + m.start(1) - 1,
+                    fmt, base + end), end
 
 
 def _closing_before_next_child(body: str, closing: str, search: int) -> int:
