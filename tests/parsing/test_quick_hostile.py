@@ -1,5 +1,6 @@
 """Hostile inputs for the scanner's fast paths: ``Scanner.parse`` (a whole text as one final
-region), ``quick_tool_use`` (a plain ``<tool-use>`` block by one regex) and ``quick_at_call``
+region), ``quick_tool_use`` (a plain ``<tool-use>`` block by one regex, or the commonest
+of them by a few finds) and ``quick_at_call``
 (an ``@name(id): {json}`` call by the JSON decoder alone). Each must find exactly what the
 general rules find (``Scanner(fast_paths=False)``, fed the whole text then finished): the
 same calls, the same ends and the same diagnostics, whether the text is parsed whole, fed
@@ -19,7 +20,7 @@ from fencecall.parsing.formats.tool import AT_CALLS, quick_at_call
 from fencecall.parsing.jsonscan import MAX_DEPTH
 from fencecall.parsing.model import Diagnostic, ToolCall
 from fencecall.parsing.scanner import Found
-from fencecall.parsing.xmlcalls import quick_tool_use
+from fencecall.parsing.xmlcalls import quick_bare_tool_use, quick_plain_tool_use, quick_tool_use
 
 from .test_fast_path import FAST, GENERAL, _parse, _run, _scanner
 from .test_properties import chunked
@@ -256,6 +257,54 @@ def test_a_quick_tool_use_block_is_what_the_general_reading_makes(block: str, be
     expected = _moved(call, -base - at)
     assert repr(found) == repr([expected]) and found[0].end == expected.end
     assert diagnostics == []
+
+
+@SETTINGS
+@given(tool_use_block, st.text(max_size=3), st.integers(min_value=0, max_value=99))
+def test_a_bare_tool_use_block_reads_as_the_regular_expression_reads_it(block: str,
+                                                                        before: str,
+                                                                        base: int) -> None:
+    text = (before + block).replace("\r\n", "\n").replace("\r", "\n")
+    at = text.index("<tool-use>", len(before.replace("\r\n", "\n").replace("\r", "\n")))
+    bare = quick_bare_tool_use(text, at, base, "xml")
+    if bare is not None:
+        assert repr(bare) == repr(quick_plain_tool_use(text, at, base, "xml"))
+
+
+BARE_XML = [
+    "<tool-use>\n<shell>\nls -la\n</shell>\n</tool-use>",
+    "<tool-use><a.b-c></a.b-c></tool-use>",
+    "<tool-use> \t<_x1>\n\n</_x1>\n </tool-use>",
+    "<tool-use>\n<ipython>\nprint(1 > 0)\n</ipython>\n</tool-use>",
+    "<tool-use>\n<x>\n</x></tool-use>",
+]
+NOT_BARE_XML = [  # each left to the regular expression, or to the general reading
+    '<tool-use>\n<save args="a.txt">\nhi\n</save>\n</tool-use>',
+    "<tool-use>\n<shell>\necho 1 < 2\n</shell>\n</tool-use>",
+    "<tool-use>\x1c<shell>ls</shell></tool-use>",
+    "<tool-use><tool-use>ls</tool-use></tool-use>",
+    "<tool-use><\u00e9>ls</\u00e9></tool-use>",
+    "<tool-use><1a>ls</1a></tool-use>",
+    "<tool-use><shell/></tool-use>",
+    "<tool-use><shell>ls</shell>",
+    "<tool-use><shell>ls</shellx></tool-use>",
+    "<tool-use><shell>ls</shell><x>y</x></tool-use>",
+    "<tool-use><" + "x" * 65 + ">ls</" + "x" * 65 + "></tool-use>",
+]
+
+
+@pytest.mark.parametrize("text", BARE_XML)
+def test_the_commonest_tool_use_blocks_are_read_without_the_regular_expression(
+        text: str) -> None:
+    read = quick_bare_tool_use("ab" + text, 2, 10, "xml")
+    assert read is not None and repr(read) == repr(quick_plain_tool_use("ab" + text, 2, 10, "xml"))
+    _assert_every_reading_agrees(text, "xml")
+
+
+@pytest.mark.parametrize("text", NOT_BARE_XML)
+def test_other_tool_use_blocks_are_left_to_the_other_readings(text: str) -> None:
+    assert quick_bare_tool_use(text, 0, 0, "xml") is None
+    _assert_every_reading_agrees(text, "xml")
 
 
 @SETTINGS

@@ -1,10 +1,19 @@
-"""The values the parsers produce: code blocks and tool calls, both immutable."""
+"""The values the parsers produce: code blocks, tool calls and diagnostics, all immutable.
+
+Compiled with the scanner where a C compiler is present (see ``setup.py``): the scanner
+makes one object per block or call, and compiled it makes them directly. Each class says
+how it pickles, since a compiled frozen class cannot unpickle through its own
+``__setattr__``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+from .no_arguments import NO_ARGUMENTS
+from .strings import COMPILED
 
 FENCED = "markdown"
 """The format name of calls written as fenced code blocks, whichever format found them."""
@@ -32,32 +41,8 @@ class Codeblock:
         looks_like_path = "/" in candidate or ("." in candidate.strip(".") and " " not in candidate)
         return candidate if looks_like_path else None
 
-
-class _NoArguments(Mapping[str, Any]):
-    """The empty, immutable ``kwargs`` every call without named arguments shares: a reply of
-    many small blocks makes thousands of calls, and a dict each is as many allocations that
-    wake the cyclic garbage collector (which then walks every live object) far more often.
-    It equals ``{}``, and pickles and copies as itself."""
-
-    __slots__ = ()
-
-    def __getitem__(self, key: str) -> Any:
-        raise KeyError(key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-    def __repr__(self) -> str:
-        return "{}"
-
-    def __reduce__(self) -> str:
-        return "NO_ARGUMENTS"
-
-
-NO_ARGUMENTS: Mapping[str, Any] = _NoArguments()
+    def __reduce__(self) -> tuple[type[Codeblock], tuple[str, str, int]]:
+        return Codeblock, (self.lang, self.content, self.start)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -84,17 +69,22 @@ class ToolCall:
     def __init__(self, name: str, argline: str = "", content: str = "",
                  kwargs: Mapping[str, Any] | None = None, call_id: str | None = None,
                  start: int = 0, format: str = FENCED, end: int = 0) -> None:
-        # Parsers make one of these per call. The generated __init__ of a frozen dataclass
-        # sets each field through object.__setattr__; the slots' own descriptors do the same
-        # in half the time.
-        _set_name(self, name)
-        _set_argline(self, argline)
-        _set_content(self, content)
-        _set_kwargs(self, NO_ARGUMENTS if kwargs is None else kwargs)
-        _set_call_id(self, call_id)
-        _set_start(self, start)
-        _set_format(self, format)
-        _set_end(self, end)
+        # Compiled, these set the fields directly (parsers make one call object per call,
+        # and the generated __init__ of a frozen dataclass goes through object.__setattr__
+        # for each). As plain Python the frozen class refuses them, and
+        # _init_through_slots below takes this method's place.
+        self.name = name  # type: ignore[misc]
+        self.argline = argline  # type: ignore[misc]
+        self.content = content  # type: ignore[misc]
+        self.kwargs = NO_ARGUMENTS if kwargs is None else kwargs  # type: ignore[misc]
+        self.call_id = call_id  # type: ignore[misc]
+        self.start = start  # type: ignore[misc]
+        self.format = format  # type: ignore[misc]
+        self.end = end  # type: ignore[misc]
+
+    def __reduce__(self) -> tuple[type[ToolCall], tuple[Any, ...]]:
+        return ToolCall, (self.name, self.argline, self.content, self.kwargs, self.call_id,
+                          self.start, self.format, self.end)
 
     @property
     def is_codeblock(self) -> bool:
@@ -112,15 +102,39 @@ class ToolCall:
                 self.call_id)
 
 
-(_set_name, _set_argline, _set_content, _set_kwargs, _set_call_id, _set_start, _set_format,
- _set_end) = (getattr(ToolCall, name).__set__ for name in ToolCall.__slots__)
+_SLOT_SETTERS: tuple[Callable[[ToolCall, Any], None], ...] = ()
+"""As plain Python, the ``__set__`` of each field's slot, in field order (the slots' own
+descriptors set a frozen field in half the time ``object.__setattr__`` takes)."""
+
+
+def _init_through_slots(self: ToolCall, name: str, argline: str = "", content: str = "",
+                        kwargs: Mapping[str, Any] | None = None, call_id: str | None = None,
+                        start: int = 0, format: str = FENCED, end: int = 0) -> None:
+    set_name, set_argline, set_content, set_kwargs, set_call_id, set_start, set_format, \
+        set_end = _SLOT_SETTERS
+    set_name(self, name)
+    set_argline(self, argline)
+    set_content(self, content)
+    set_kwargs(self, NO_ARGUMENTS if kwargs is None else kwargs)
+    set_call_id(self, call_id)
+    set_start(self, start)
+    set_format(self, format)
+    set_end(self, end)
+
+
+if not COMPILED:
+    _SLOT_SETTERS = tuple(getattr(ToolCall, f.name).__set__ for f in fields(ToolCall))
+    ToolCall.__init__ = _init_through_slots  # type: ignore[method-assign]
 
 
 def with_end(call: ToolCall, end: int) -> ToolCall:
     """``call``, its :attr:`~ToolCall.end` set to ``end`` in place: only for a call a reader
     has just made and no one else holds yet (the scanner learns where a call's text ends only
     after the reader has read it; a copy per call would cost as much as making it)."""
-    _set_end(call, end)
+    if _SLOT_SETTERS:
+        _SLOT_SETTERS[-1](call, end)
+    else:
+        call.end = end  # type: ignore[misc]
     return call
 
 
@@ -142,3 +156,7 @@ class Diagnostic:
     line: int
     name: str | None = None
     codeblock: bool = False
+
+    def __reduce__(self) -> tuple[type[Diagnostic], tuple[str, str, int, int, str | None, bool]]:
+        return Diagnostic, (self.kind, self.message, self.start, self.line, self.name,
+                            self.codeblock)

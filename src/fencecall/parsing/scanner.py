@@ -39,6 +39,7 @@ from enum import Enum, auto
 from typing import Final, Literal
 
 from .model import FENCED, Codeblock, Diagnostic, ToolCall, with_end
+from .strings import TOO_DENSE, find_first_of, find_literal, starts_at
 from .syntax import EndFinder, Problem, SpanSyntax, TagSyntax
 from .xmlcalls import CDATA_CLOSE, CDATA_OPEN, find_outside_cdata
 
@@ -92,14 +93,14 @@ def _fence_line(region: str, line_start: int, at: int) -> _FenceLine:
 def _next_run(region: str, start: int) -> int:
     """Where the next run of 3+ backticks at or after ``start`` begins; the region's length
     if none does."""
-    at = region.find("```", start)
+    at = find_literal(region, "```", start)
     return len(region) if at == -1 else at
 
 
 def _find_fence(region: str, pos: int) -> tuple[int, _FenceLine] | None:
     """The next line at or after ``pos`` that starts with 3+ backticks: where its backticks
     start, and the line."""
-    while (i := region.find("```", pos)) != -1:
+    while (i := find_literal(region, "```", pos)) != -1:
         line_start = _line_start_before(region, i)
         if line_start is not None:
             return i, _fence_line(region, line_start, i)
@@ -107,18 +108,39 @@ def _find_fence(region: str, pos: int) -> tuple[int, _FenceLine] | None:
     return None
 
 
-class _NeedleFinder:
-    """The next occurrence of any of several literals, each searched with ``str.find``.
+_NeedleGroups = tuple[tuple[str, ...], ...]
+"""Needles grouped by their first character, each group in the order given."""
 
-    Positions are cached per needle, so a region is searched once per needle however many
-    tokens it holds (``str.find`` is far faster than a regex alternation over prose).
+
+def _needle_groups(needles: tuple[str, ...]) -> _NeedleGroups:
+    groups: dict[str, list[str]] = {}
+    for needle in needles:
+        groups.setdefault(needle[0], []).append(needle)
+    return tuple(tuple(group) for group in groups.values())
+
+
+class _NeedleFinder:
+    """The next occurrence of any of several literals.
+
+    The needles that start with the same character are searched together
+    (:func:`~.strings.find_first_of`), and where each group occurs next is cached, so a
+    region is searched once per group however many tokens it holds (far faster than a regex
+    alternation over prose). A group too dense in its first character for that is searched
+    per needle with ``str.find`` from then on, each needle's next place cached (a needle
+    that is not there is looked for once).
     """
 
-    __slots__ = ("_next", "_region", "mid_line_until")
+    __slots__ = ("_at", "_found", "_groups", "_next", "_region", "mid_line_until")
 
-    def __init__(self, region: str, needles: tuple[str, ...]):
+    def __init__(self, region: str, groups: _NeedleGroups):
         self._region = region
-        self._next = dict.fromkeys(needles, -2)
+        self._groups = groups
+        self._at = [-2] * len(groups)
+        """Where each group occurs next (-1: nowhere; -2: not searched yet)."""
+        self._found = [""] * len(groups)
+        """Which needle of each group occurs there."""
+        self._next: dict[str, int] = {}
+        """Where each needle of a group searched per needle occurs next (-1: nowhere)."""
         self.mid_line_until = -1
         """Offsets below this are known not to start a line (saves rescanning long lines)."""
 
@@ -130,19 +152,39 @@ class _NeedleFinder:
             self.mid_line_until = _line_end(self._region, at)
         return start
 
-    def find(self, pos: int, skip: str = "") -> tuple[str, int] | None:
-        """The first needle (other than ``skip``) at or after ``pos``, and where it is."""
+    def find(self, pos: int, past_fences: bool = False) -> tuple[str, int] | None:
+        """The first needle at or after ``pos`` (one other than ``````` with
+        ``past_fences``), and where it is."""
         best_needle = ""
         best = -1
-        following = self._next
-        for needle, at in following.items():
-            if needle == skip:
+        for group in range(len(self._groups)):
+            needles = self._groups[group]
+            if past_fences and needles[0] == "```":
                 continue
+            at = self._at[group]
             if at != -1 and at < pos:
-                at = following[needle] = self._region.find(needle, pos)
+                if needles[0] in self._next:
+                    at, needle = self._find_each(needles, pos)
+                else:
+                    at, needle = find_first_of(self._region, needles, pos)
+                    if at == TOO_DENSE:
+                        for each in needles:
+                            self._next[each] = -2
+                        at, needle = self._find_each(needles, pos)
+                self._at[group], self._found[group] = at, needle
             if at != -1 and (best == -1 or at < best):
-                best_needle, best = needle, at
+                best_needle, best = self._found[group], at
         return None if best == -1 else (best_needle, best)
+
+    def _find_each(self, needles: tuple[str, ...], pos: int) -> tuple[int, str]:
+        best, best_needle = -1, ""
+        for needle in needles:
+            at = self._next[needle]
+            if at != -1 and at < pos:
+                at = self._next[needle] = self._region.find(needle, pos)
+            if at != -1 and (best == -1 or at < best):
+                best, best_needle = at, needle
+        return best, best_needle
 
 
 class _Mode(Enum):
@@ -257,6 +299,7 @@ class Scanner:
         for span in spans:
             self._spans.setdefault(span.needle, []).append(span)
         self._needles = ("```", "<think", *self._tags, *self._spans)
+        self._needle_groups = _needle_groups(self._needles)
         self._other_needles = self._needles[1:]
         self._outside_quiet = tuple(needle for needle in self._needles if needle != "<think")
         """Outside blocks, what can complete something on the line that holds it (thinking
@@ -626,7 +669,7 @@ class Scanner:
         out: list[Found] = []
         end = len(region)
         pos = 0
-        finder = _NeedleFinder(region, self._needles)
+        finder = _NeedleFinder(region, self._needle_groups)
         self._run_at = -1
         fence = self._fence
         if fence is not None and fence.pending_close is not None:
@@ -705,7 +748,7 @@ class Scanner:
             return line_end
         if needle == "<think":
             for tag in _THINK_TAGS:
-                if region.startswith(tag, at):
+                if starts_at(region, tag, at):
                     self._think = _Think("</" + tag[1:], base + at, 0)
                     self._mode = _THINK
                     return at + len(tag)
@@ -758,13 +801,13 @@ class Scanner:
         end of the region).
 
         Most of a reply is prose and code between fence lines, and most blocks are opened
-        and closed by a plain fence each. ``str.find`` jumps from one run of backticks to the
-        next (the lines between them are never looked at one by one), and a block opened and
-        closed here lives in local variables only: no object, and no line number (counted
-        only if the block outlives the region, for a diagnostic). What the common rules do
-        not cover is left to the general step, at the run of backticks: a block that holds
-        documents or nested blocks, a glued fence, and, outside blocks, any other needle
-        (thinking, a tag, a span) that comes first.
+        and closed by a plain fence each. :func:`~.strings.find_literal` jumps from one run
+        of backticks to the next (the lines between them are never looked at one by one), and
+        a block opened and closed here lives in local variables only: no object, and no line
+        number (counted only if the block outlives the region, for a diagnostic). What the
+        common rules do not cover is left to the general step, at the run of backticks: a
+        block that holds documents or nested blocks, a glued fence, and, outside blocks, any
+        other needle (thinking, a tag, a span) that comes first.
 
         Where the next run is stays known for the region (:attr:`_run_at`), so each run is
         found once however often the general step takes over: the scan stays linear.
@@ -791,7 +834,7 @@ class Scanner:
             if line_end != -1:  # that run is taken: on to the next
                 at = _next_run(region, line_end)
             if at >= size:  # no fence line follows
-                if ticks or finder.find(pos, "```") is None:
+                if ticks or finder.find(pos, past_fences=True) is None:
                     pos = size
                 break
             line_end = region.find("\n", at + 3)
@@ -808,7 +851,7 @@ class Scanner:
             glued = count >= 6 and count % 2 == 0 and info[:1] not in ("", " ", "\t", "`")
             if not ticks:  # outside a block
                 if stop < pos:
-                    hit = finder.find(pos, "```")
+                    hit = finder.find(pos, past_fences=True)
                     stop = len(region) if hit is None else hit[1]
                 if at >= stop:
                     break  # the other needle comes first

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator
 
 from .model import ToolCall
+from .strings import COMPILED, starts_at
 from .syntax import Problem, Read
 
 NAME = r"[A-Za-z_][\w.\-]*"
@@ -57,7 +58,7 @@ def unwrap_text(raw: str) -> str:
         parts: list[str] = []
         pos = 0
         while pos < len(raw):
-            if not raw.startswith(CDATA_OPEN, pos):
+            if not starts_at(raw, CDATA_OPEN, pos):
                 return raw
             close = raw.find(CDATA_CLOSE, pos + len(CDATA_OPEN))
             if close == -1:
@@ -111,15 +112,23 @@ _PLAIN_TOOL_USE = re.compile(
 
 
 def quick_tool_use(region: str, at: int, base: int, fmt: str) -> tuple[ToolCall, int] | None:
-    """The call of a plain ``<tool-use>`` block at ``at`` in one regular expression match
-    (its ``end`` set), and where the block ends in ``region``; None where the general reading
-    must decide (CDATA, markup in the text, several elements, a block not closed yet).
+    """The call of a plain ``<tool-use>`` block at ``at`` read in one step (its ``end`` set),
+    and where the block ends in ``region``; None where the general reading must decide
+    (CDATA, markup in the text, several elements, a block not closed yet).
 
     Nothing in such a block can be CDATA, a second opener or an earlier closing tag (every
     ``<`` in it belongs to its four tags; an element named ``tool-use`` is left to the
     general reading, as its closing tag would end the block), so what the general reading
-    makes of it is exactly this one call.
+    makes of it is exactly this one call. Compiled, a block of one element without
+    attributes is read without the regular expression (:func:`quick_bare_tool_use`).
     """
+    read = quick_bare_tool_use(region, at, base, fmt) if COMPILED else None
+    return read if read is not None else quick_plain_tool_use(region, at, base, fmt)
+
+
+def quick_plain_tool_use(region: str, at: int, base: int,
+                        fmt: str) -> tuple[ToolCall, int] | None:
+    """:func:`quick_tool_use` by one regular expression match."""
     m = _PLAIN_TOOL_USE.match(region, at)
     if m is None:
         return None
@@ -131,6 +140,64 @@ def quick_tool_use(region: str, at: int, base: int, fmt: str) -> tuple[ToolCall,
     end = m.end()
     return ToolCall(name, argline, unwrap_text(text), attributes, None, base + m.start(1) - 1,
                     fmt, base + end), end
+
+
+_MAX_QUICK_NAME = 64
+"""A longer tool name is left to the regular expression (so a ``<tool-use>`` without a
+``>`` soon after it costs little)."""
+
+
+def quick_bare_tool_use(region: str, at: int, base: int,
+                        fmt: str) -> tuple[ToolCall, int] | None:
+    """:func:`quick_plain_tool_use` for the commonest block, ``<tool-use>`` around one
+    element without attributes (``<shell>``) whose text holds no ``<``, read with a few
+    finds instead of the regular expression: a subset of what that matches (blanks only of
+    ``" \t\n"`` between the tags, an ASCII name), read the same way; None for the rest."""
+    i = _skip_blanks(region, at + len("<tool-use>"))
+    gt = region.find(">", i + 1, i + 2 + _MAX_QUICK_NAME)
+    if gt == -1 or not starts_at(region, "<", i) or not _is_plain_name(region, i + 1, gt):
+        return None
+    name = region[i + 1 : gt]
+    if name == "tool-use":
+        return None
+    lt = region.find("<", gt + 1)
+    if lt == -1 or not (starts_at(region, "</", lt) and starts_at(region, name, lt + 2)
+                        and starts_at(region, ">", lt + 2 + len(name))):
+        return None
+    close = _skip_blanks(region, lt + 3 + len(name))
+    if not starts_at(region, "</tool-use>", close):
+        return None
+    end = close + len("</tool-use>")
+    text, text_end = gt + 1, lt  # as unwrap_text has it: no CDATA, as the text has no "<"
+    if text < text_end and region[text] == "\n":
+        text += 1
+    if text < text_end and region[text_end - 1] == "\n":
+        text_end -= 1
+    return ToolCall(name, "", region[text:text_end], None, None, base + i, fmt,
+                    base + end), end
+
+
+def _skip_blanks(text: str, i: int) -> int:
+    size = len(text)
+    while i < size:
+        c = text[i]
+        if c != "\n" and c != " " and c != "\t":
+            break
+        i += 1
+    return i
+
+
+def _is_plain_name(text: str, start: int, end: int) -> bool:
+    r"""Whether ``text[start:end]`` is an ASCII :data:`NAME` (``[A-Za-z_][\w.\-]*``), checked
+    without a regular expression or a copy."""
+    if start >= end:
+        return False
+    for i in range(start, end):
+        c = ord(text[i])
+        if not (97 <= c <= 122 or 65 <= c <= 90 or c == 95  # a-z A-Z _
+                or (i > start and (48 <= c <= 57 or c == 45 or c == 46))):  # 0-9 - .
+            return False
+    return True
 
 
 def _closing_before_next_child(body: str, closing: str, search: int) -> int:
