@@ -151,28 +151,35 @@ def parse_rows(sizes: dict[str, int] = SIZES, budget: float = 2.0) -> Iterator[R
                 yield row
 
 
-def stream_rows(sizes: dict[str, int] = STREAM_SIZES, budget: float = 2.0) -> Iterator[Row]:
+def stream_rows(sizes: dict[str, int] = STREAM_SIZES, budget: float = 4.0) -> Iterator[Row]:
+    """Each shape at every size in one comparison (rounds that take every case in turn), so
+    the time for twice the text is a ratio of the same rounds, not of two moments of a
+    machine whose speed drifts."""
     for fmt, shape in STREAM_SHAPES:
-        previous: float | None = None
-        previous_floor: float | None = None
+        cases: dict[str, Callable[[], object]] = {}
         for label, size in sizes.items():
             text = SHAPES[fmt][shape](size)
             chunks = chunks_of(text)
             assert stream_ours(chunks, fmt) == len(parse_calls(text, fmt))
-            t = compare({"floor": functools.partial(stream_floor, chunks),
-                         "fencecall": functools.partial(stream_ours, chunks, fmt),
-                         "whole text": functools.partial(parse_calls, text, fmt)}, budget=budget)
-            ours = t["fencecall"].median
-            yield {"format": fmt, "shape": shape, "size": label, "runs": t["floor"].runs,
-                   "floor ms": t["floor"].median * 1000, "fencecall ms": ours * 1000,
-                   "fencecall best": t["fencecall"].min * 1000,
-                   "fc/floor": ours / t["floor"].median,
-                   "whole-text ms": t["whole text"].median * 1000,
-                   "stream/whole": ours / t["whole text"].median,
-                   "x time for 2x text": ours / previous if previous else None,
-                   "floor x for 2x text": (t["floor"].median / previous_floor if previous_floor
+            cases[f"floor {label}"] = functools.partial(stream_floor, chunks)
+            cases[f"fencecall {label}"] = functools.partial(stream_ours, chunks, fmt)
+            cases[f"whole text {label}"] = functools.partial(parse_calls, text, fmt)
+        t = compare(cases, budget=budget)
+        previous: float | None = None
+        previous_floor: float | None = None
+        for label in sizes:
+            ours, floor = t[f"fencecall {label}"], t[f"floor {label}"]
+            whole = t[f"whole text {label}"]
+            yield {"format": fmt, "shape": shape, "size": label, "runs": floor.runs,
+                   "floor ms": floor.median * 1000, "fencecall ms": ours.median * 1000,
+                   "fencecall best": ours.min * 1000,
+                   "fc/floor": ours.median / floor.median,
+                   "whole-text ms": whole.median * 1000,
+                   "stream/whole": ours.median / whole.median,
+                   "x time for 2x text": ours.median / previous if previous else None,
+                   "floor x for 2x text": (floor.median / previous_floor if previous_floor
                                            else None)}
-            previous, previous_floor = ours, t["floor"].median
+            previous, previous_floor = ours.median, floor.median
 
 
 def chat_loop_rows(sizes: dict[str, int] = CHAT_LOOP_SIZES,

@@ -4,10 +4,18 @@ Every case in a comparison runs once untimed (the warm-up, which also tells how 
 takes), then all cases run in rounds, one run of each per round, so that drift on a busy
 machine hits them alike. Each gets the median and the fastest of the same number of runs;
 nothing is extrapolated: every figure is a run that happened.
+
+The collector stays on, so a run pays for the collections its own allocations cause. What
+the process held before a comparison (modules, inputs, earlier results) is collected and
+then frozen out of the collector (``gc.freeze``, undone after), once per comparison and
+untimed: a full collection then walks only what the runs made, as in a process that holds
+little else, instead of costing whatever the benchmark process has piled up (gptme's
+modules, say).
 """
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable
@@ -27,6 +35,16 @@ def compare(cases: dict[str, Callable[[], object]], *, budget: float = 1.0, min_
             max_runs: int = 15) -> dict[str, Timing]:
     """Time ``cases`` against each other: a warm-up run of each, then as many rounds as fit
     in about ``budget`` seconds (at least ``min_runs``, at most ``max_runs``)."""
+    gc.collect()
+    gc.freeze()
+    try:
+        return _compare(cases, budget, min_runs, max_runs)
+    finally:
+        gc.unfreeze()
+
+
+def _compare(cases: dict[str, Callable[[], object]], budget: float, min_runs: int,
+             max_runs: int) -> dict[str, Timing]:
     warm = {}
     for name, case in cases.items():
         started = time.perf_counter()

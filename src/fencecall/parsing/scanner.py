@@ -276,6 +276,34 @@ class _Think:
     line: int
 
 
+@dataclass(frozen=True, slots=True)
+class _SyntaxTables:
+    """What a scanner derives from its syntaxes, made once per set of syntaxes: a scanner is
+    made per reply, and a short reply would spend as long making these as reading."""
+
+    tags: dict[str, TagSyntax]
+    spans: dict[str, list[SpanSyntax]]
+    needle_groups: _NeedleGroups
+    other_needles: tuple[str, ...]
+    """The needles but for fences."""
+    outside_quiet: tuple[str, ...]
+    """Outside blocks, what can complete something on the line that holds it (thinking
+    completes nothing: lines that open it may wait, see :meth:`Scanner._pass_clean`)."""
+    line_start_needles: frozenset[str]
+
+
+@functools.lru_cache(maxsize=64)
+def _syntax_tables(tags: tuple[TagSyntax, ...], spans: tuple[SpanSyntax, ...]) -> _SyntaxTables:
+    by_opener = {syntax.opener: syntax for syntax in tags}
+    by_needle: dict[str, list[SpanSyntax]] = {}
+    for span in spans:
+        by_needle.setdefault(span.needle, []).append(span)
+    needles = ("```", "<think", *by_opener, *by_needle)
+    return _SyntaxTables(by_opener, by_needle, _needle_groups(needles), needles[1:],
+                         tuple(needle for needle in needles if needle != "<think"),
+                         frozenset(("```", *by_needle)))
+
+
 class Scanner:
     """Finds code blocks and tool calls in text fed chunk by chunk.
 
@@ -294,17 +322,13 @@ class Scanner:
         """Whether :meth:`_scan_fences` reads fence lines and the tag and span syntaxes'
         ``quick`` readers read common calls (else every step takes the general rules: the
         tests turn them off, to check the fast paths against them)."""
-        self._tags = {syntax.opener: syntax for syntax in tags}
-        self._spans: dict[str, list[SpanSyntax]] = {}
-        for span in spans:
-            self._spans.setdefault(span.needle, []).append(span)
-        self._needles = ("```", "<think", *self._tags, *self._spans)
-        self._needle_groups = _needle_groups(self._needles)
-        self._other_needles = self._needles[1:]
-        self._outside_quiet = tuple(needle for needle in self._needles if needle != "<think")
-        """Outside blocks, what can complete something on the line that holds it (thinking
-        completes nothing: lines that open it may wait, see :meth:`_pass_clean`)."""
-        self._line_start_needles = frozenset(("```", *self._spans))
+        tables = _syntax_tables(tuple(tags), tuple(spans))
+        self._tags = tables.tags
+        self._spans = tables.spans
+        self._needle_groups = tables.needle_groups
+        self._other_needles = tables.other_needles
+        self._outside_quiet = tables.outside_quiet
+        self._line_start_needles = tables.line_start_needles
         self._blocks = blocks
         self._mode = _OUTSIDE
         self._fence: _Fence | None = None

@@ -120,9 +120,10 @@ class BlockCalls:
         if scanner.reports_codeblocks:
             raise ValueError("BlockCalls needs a scanner that reports tool calls only")
         self._scanner = scanner
-        self.feed = cast(Callable[[str], list[ToolCall]], scanner.feed)
-        self.finish = cast(Callable[[], list[ToolCall]], scanner.finish)
-        self.parse = cast(Callable[[str], list[ToolCall]], scanner.parse)
+        # the types as strings: subscribing Callable at run time builds an alias per call
+        self.feed = cast("Callable[[str], list[ToolCall]]", scanner.feed)
+        self.finish = cast("Callable[[], list[ToolCall]]", scanner.finish)
+        self.parse = cast("Callable[[str], list[ToolCall]]", scanner.parse)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
