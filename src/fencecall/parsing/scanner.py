@@ -140,7 +140,8 @@ class _NeedleFinder:
         self._found = [""] * len(groups)
         """Which needle of each group occurs there."""
         self._next: dict[str, int] = {}
-        """Where each needle of a group searched per needle occurs next (-1: nowhere)."""
+        """Where each needle of a group searched per needle occurs next (-1: nowhere; -2: not
+        searched yet)."""
         self.mid_line_until = -1
         """Offsets below this are known not to start a line (saves rescanning long lines)."""
 

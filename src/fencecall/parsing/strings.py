@@ -40,8 +40,8 @@ def find_first_of(text: str, needles: tuple[str, ...], pos: int) -> tuple[int, s
     for a longer needle, and in a reply the first characters of the needles (a backtick, a
     ``<``) are rare outside the needles themselves; one pass serves all the needles. Where
     they are not rare (markup, say) the search gives up after a few times the work
-    ``str.find`` would have done, and so does it at once as plain Python, where a loop per
-    character found costs more than a ``str.find``.
+    ``str.find`` would have done. As plain Python, where a loop per character found costs
+    more than a ``str.find``, it gives up at once.
     """
     if not COMPILED:
         return TOO_DENSE, ""
