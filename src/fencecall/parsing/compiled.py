@@ -83,8 +83,7 @@ def prefer_current_sources() -> None:
 
 
 def active() -> bool:
-    """Whether the scanner in use is the compiled one."""
-    from . import scanner
+    """Whether the parsing core in use is the compiled one (all its modules are, or none)."""
+    from .strings import COMPILED
 
-    return isinstance(getattr(scanner, "__loader__", None),
-                      importlib.machinery.ExtensionFileLoader)
+    return COMPILED
