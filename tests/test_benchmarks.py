@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from benchmarks import gptme_adapter, run, targets
+from benchmarks import file_access, gptme_adapter, run, targets
 from benchmarks.inputs import SHAPES, reply_ending_in_a_call
 from benchmarks.timing import compare
 
@@ -102,3 +102,10 @@ def test_targets_are_judged_from_the_rows_measured() -> None:
     assert "the floor itself 2.30x" in streaming[1]["measured"]
     assert judged["peak memory for a 10 MB reply"]["met"] == "yes"
     assert all(row["met"] is None for row in targets.rows({}))
+
+
+def test_file_access_rows_compare_each_way_of_opening() -> None:
+    rows = file_access.table(budget=0.01, min_runs=2)
+    names = [str(row["case"]) for row in rows]
+    assert "read deep: by descriptor" in names and "tool call: save deep" in names
+    assert all(row["x by name"] for row in rows if "by descriptor" in str(row["case"]))

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.execution import Session
+from fencecall.execution import Session, auto_yes
+from fencecall.message import Status
 from fencecall.tools import Block, ConfirmRequest, Toolchain
 from fencecall.tools.events import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
 from fencecall.tools.runtime import files
+from fencecall.tools.workspace import locate
 
 from .conftest import Run
 
@@ -35,16 +37,17 @@ def test_save_is_atomic(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     target.write_text("original\n")
     os.chmod(target, 0o640)
 
-    def crash(src: str, dst: str) -> None:
+    def crash(src: str, dst: str, **dir_fds: int) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr("os.replace", crash)
-    with pytest.raises(OSError):
-        files.atomic_write(target, "new\n")
+    with pytest.raises(OSError), locate("data.txt", [workspace]) as place:
+        files.atomic_write(place, "new\n")
     assert target.read_text() == "original\n"
     assert [p.name for p in workspace.iterdir()] == ["data.txt"]
     monkeypatch.undo()
-    files.atomic_write(target, "new\n")
+    with locate("data.txt", [workspace]) as place:
+        files.atomic_write(place, "new\n")
     assert target.read_text() == "new\n"
     assert target.stat().st_mode & 0o777 == 0o640
 
@@ -91,11 +94,45 @@ def test_symlink_pointing_outside_is_refused(run: Run, workspace: Path, tmp_path
     assert "outside the workspace" in read.content
 
 
+def test_links_that_stay_inside_keep_working(workspace: Path, tmp_path: Path) -> None:
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (workspace / "real").mkdir()
+    (workspace / "relative").symlink_to("real")
+    (workspace / "absolute").symlink_to(workspace / "real")
+    (workspace / "chain").symlink_to("relative")
+    (workspace / "real" / "up").symlink_to("..")
+    (workspace / "to-extra").symlink_to(extra)
+    (workspace / "dangling").symlink_to("real/later.txt")
+    with Session(Toolchain.build(["save", "read"]), workspace=workspace, confirm=auto_yes,
+                 extra_roots=[extra]) as session:
+        for path in ("relative/a.txt", "absolute/b.txt", "chain/c.txt",
+                     "real/up/real/d.txt", "to-extra/e.txt", "dangling"):
+            [result] = list(session.execute(f"{F}save {path}\n{path}\n{F}\n"))
+            assert result.status is None, result.content
+            [read] = list(session.execute(f"{F}read {path}\n{F}\n"))
+            assert f"1  {path}" in read.content, read.content
+    assert sorted(p.name for p in (workspace / "real").iterdir()) == [
+        "a.txt", "b.txt", "c.txt", "d.txt", "later.txt", "up"]
+    assert (extra / "e.txt").read_text() == "to-extra/e.txt\n"
+    assert (workspace / "dangling").is_symlink()
+
+
+def test_a_link_loop_or_a_file_as_folder_is_an_error_not_a_hang(run: Run,
+                                                                workspace: Path) -> None:
+    (workspace / "loop").symlink_to("loop")
+    (workspace / "file").write_text("x\n")
+    for path in ("loop/x.txt", "loop", "file/x.txt"):
+        [result] = run(f"{F}save {path}\nx\n{F}\n")
+        assert result.status is Status.ERROR, (path, result.content)
+    assert sorted(p.name for p in workspace.iterdir()) == ["file", "loop"]
+    [undone] = run(f"{F}save new/../x.txt\nx\n{F}\n")  # a missing name is no link
+    assert undone.content == "Created x.txt (1 lines).", undone.content
+
+
 def test_widened_root_allows_more(workspace: Path, tmp_path: Path) -> None:
     extra = tmp_path / "extra"
     extra.mkdir()
-    from fencecall.execution import auto_yes
-
     with Session(Toolchain.build(["save"]), workspace=workspace, confirm=auto_yes,
                  extra_roots=[extra]) as session:
         [result] = list(session.execute(f"{F}save {extra}/x.txt\nok\n{F}\n"))

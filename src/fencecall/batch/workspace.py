@@ -4,6 +4,7 @@ Every task gets a fresh folder of its own (a copy, a clone, or files created), s
 that write the same relative path never meet. The diff after the task runs git under the
 task's sandbox: the model may have planted git configuration (an fsmonitor, a filter) that
 runs commands, and they must not run with more rights than the model's own commands had.
+git itself comes from the system's folders, never from a PATH entry inside the workspace.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..tools.runtime.files import atomic_write
+from ..tools.runtime.paths import clean_path, host_program
 from ..tools.runtime.sandbox import Sandbox
+from ..tools.workspace import locate
 from .tasks import WorkspaceSpec
 
 GIT_TIMEOUT = 120.0
@@ -27,18 +31,21 @@ class WorkspaceError(Exception):
     """The workspace could not be made (a failed copy or clone); the task's result says so."""
 
 
-def _git_env() -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.devnull,
+def _git_env(cwd: Path) -> dict[str, str]:
+    return {"PATH": clean_path(os.environ.get("PATH", os.defpath), [cwd]), "HOME": os.devnull,
             "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_PAGER": "cat"}
 
 
 def _git(argv: list[str], cwd: Path, sandbox: Sandbox | None = None) -> str:
-    command = ["git", *_SAFE_GIT, *argv]
+    program = host_program("git", [cwd])
+    if program is None:
+        raise WorkspaceError("git is not installed (it is needed for git workspaces)")
+    command = [program, *_SAFE_GIT, *argv]
     if sandbox is not None:
         command = sandbox.command(command, cwd=cwd)
     try:
-        done = subprocess.run(command, cwd=cwd, env=_git_env(), capture_output=True,
+        done = subprocess.run(command, cwd=cwd, env=_git_env(cwd), capture_output=True,
                               stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as err:
         raise WorkspaceError(f"git {argv[0]}: {err}") from None
@@ -61,10 +68,10 @@ def prepare(spec: WorkspaceSpec, folder: Path) -> str | None:
             _git(["checkout", "--quiet", "--detach", spec.ref or "HEAD"], folder)
         else:
             folder.mkdir(parents=True)
-        for name, text in spec.files.items():
-            target = folder / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
+        root = folder.resolve()
+        for name, text in spec.files.items():  # a link the copy or clone holds stays inside
+            with locate(name, [root]) as place:
+                atomic_write(place, text)
     except (OSError, shutil.Error) as err:
         raise WorkspaceError(f"cannot make the workspace: {err}") from None
     if not (folder / ".git").exists():

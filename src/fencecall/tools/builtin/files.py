@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 from ...errors import ToolError
 from ...message import Message, Status, system
@@ -12,7 +11,7 @@ from ..arguments import Parameter
 from ..events import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
 from ..runtime.files import atomic_write, newline_of, printable, read_existing, unified_diff
 from ..spec import Example, ToolInvocation, ToolSpec
-from ..workspace import OutsideWorkspace, display, resolve_in_roots
+from ..workspace import Place, display, locate
 
 PATH_AND_CONTENT = (
     Parameter("path", description="File path, relative to the workspace."),
@@ -20,15 +19,16 @@ PATH_AND_CONTENT = (
 )
 
 
-def target(invocation: ToolInvocation) -> Path:
-    return resolve_in_roots(invocation.kwargs["path"], invocation.context.roots)
+def target(invocation: ToolInvocation) -> Place:
+    """Where the call's path leads inside the roots (close it when done)."""
+    return locate(invocation.kwargs["path"], invocation.context.roots)
 
 
 def allowed(invocation: ToolInvocation) -> bool:
     """Confirmation is only asked for paths the tool may write (others are refused)."""
     try:
-        target(invocation)
-    except (OutsideWorkspace, ValueError):
+        target(invocation).close()
+    except (ValueError, OSError):  # OutsideWorkspace among them
         return False
     return True
 
@@ -67,27 +67,31 @@ def new_text(invocation: ToolInvocation, previous: str | None) -> str:
 
 
 def preview(invocation: ToolInvocation) -> str | None:
-    path = target(invocation)
     try:
-        previous = read_existing(path)
+        with target(invocation) as place:
+            previous = read_existing(place)
     except (OSError, ValueError) as err:
         return str(err)
-    name = display(path, invocation.context.roots)
+    name = display(place.path, invocation.context.roots)
     after = new_text(invocation, previous)
     if previous is None:
         return f"new file {name}:\n{printable(after)}"
     return unified_diff(previous, after, name) or f"{name}: no changes"
 
 
-def write_file(invocation: ToolInvocation, path: Path, text: str, previous: str | None,
+def write_file(invocation: ToolInvocation, place: Place, text: str, previous: str | None,
                done: Callable[[str], str]) -> Message:
     """Write through the file hooks: pre hooks may block, post hooks hear of the result."""
     context = invocation.context
+    path = place.path
     pre = context.hooks.run(FILE_PRE_SAVE, FileSave(context, path, text, previous))
     notes = "".join(m.content + "\n\n" for m in pre.messages)
     if pre.blocked is not None:
         return system(f"{notes}Not written: {pre.blocked.reason}", Status.BLOCKED)
-    atomic_write(path, text)
+    try:
+        atomic_write(place, text)
+    except OSError as err:
+        raise ToolError(f"{invocation.spec.name}: not written: {err}") from err
     post = context.hooks.run(FILE_POST_SAVE, FileSave(context, path, text, previous))
     extra = "".join("\n\n" + m.content for m in post.messages)
     return system(notes + done(display(path, context.roots)) + extra)
@@ -95,9 +99,18 @@ def write_file(invocation: ToolInvocation, path: Path, text: str, previous: str 
 
 def execute_write(invocation: ToolInvocation) -> Message:
     try:
-        path = target(invocation)
-        previous = read_existing(path)
-    except (OutsideWorkspace, ValueError, OSError) as err:
+        place = target(invocation)
+    except (ValueError, OSError) as err:
+        raise ToolError(f"{invocation.spec.name}: {err}") from err
+    with place:
+        return _write(invocation, place)
+
+
+def _write(invocation: ToolInvocation, place: Place) -> Message:
+    path = place.path
+    try:
+        previous = read_existing(place)
+    except (ValueError, OSError) as err:
         raise ToolError(f"{invocation.spec.name}: {err}") from err
     stand_in = placeholder_in(invocation.kwargs["content"]) if previous else None
     if stand_in is not None:
@@ -109,10 +122,10 @@ def execute_write(invocation: ToolInvocation) -> Message:
     lines = text.count("\n")
     if invocation.spec.name == "append":
         added = with_newline(invocation.kwargs["content"]).count("\n")
-        return write_file(invocation, path, text, previous,
+        return write_file(invocation, place, text, previous,
                           lambda name: f"Appended {added} line(s) to {name}.")
     verb = "Created" if previous is None else "Saved"
-    return write_file(invocation, path, text, previous,
+    return write_file(invocation, place, text, previous,
                       lambda name: f"{verb} {name} ({lines} lines).")
 
 

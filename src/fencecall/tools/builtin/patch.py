@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 from ...errors import ToolError
 from ...message import Message
 from ..arguments import Parameter
 from ..runtime.files import newline_of, printable, read_existing, unified_diff
-from ..runtime.patching import Hunk, PatchError, apply_patch, parse_patch
+from ..runtime.patching import Hunk, apply_patch, parse_patch
 from ..spec import Example, ToolInvocation, ToolSpec
-from ..workspace import OutsideWorkspace, display
+from ..workspace import Place, display
 from .files import allowed, target, write_file
 
 
-def _patched(invocation: ToolInvocation) -> tuple[str, str, int]:
+def _patched(invocation: ToolInvocation, place: Place) -> tuple[str, str, int]:
     """(previous text, patched text, number of hunks); raises with a message for the model."""
-    path = target(invocation)
-    previous = read_existing(path)
+    previous = read_existing(place)
+    name = display(place.path, invocation.context.roots)
     if previous is None:
-        raise FileNotFoundError(f"{display(path, invocation.context.roots)} does not exist; "
-                                "use save to create it")
-    name = display(path, invocation.context.roots)
+        raise FileNotFoundError(f"{name} does not exist; use save to create it")
     hunks = parse_patch(invocation.kwargs["patch"])
     newline = newline_of(previous)
     if newline != "\n":  # the model writes \n; the file keeps its own line endings
@@ -30,19 +30,23 @@ def _patched(invocation: ToolInvocation) -> tuple[str, str, int]:
 
 def preview(invocation: ToolInvocation) -> str | None:
     try:
-        previous, patched, _ = _patched(invocation)
-    except (PatchError, OSError, ValueError) as err:
+        with target(invocation) as place:
+            previous, patched, _ = _patched(invocation, place)
+    except (OSError, ValueError) as err:  # PatchError is a ValueError
         return f"the patch will fail: {err}"
-    return unified_diff(previous, patched, display(target(invocation), invocation.context.roots))
+    return unified_diff(previous, patched, display(place.path, invocation.context.roots))
 
 
 def execute_patch(invocation: ToolInvocation) -> Message:
-    try:
-        previous, patched, hunks = _patched(invocation)
-    except (PatchError, OutsideWorkspace, OSError, ValueError) as err:
-        raise ToolError(f"patch failed, the file was not changed: {printable(str(err))}") from err
-    return write_file(invocation, target(invocation), patched, previous,
-                      lambda name: f"Patched {name} ({hunks} change(s)).")
+    with ExitStack() as held:
+        try:
+            place = held.enter_context(target(invocation))
+            previous, patched, hunks = _patched(invocation, place)
+        except (OSError, ValueError) as err:  # PatchError is a ValueError
+            raise ToolError("patch failed, the file was not changed: "
+                            f"{printable(str(err))}") from err
+        return write_file(invocation, place, patched, previous,
+                          lambda name: f"Patched {name} ({hunks} change(s)).")
 
 
 HUNKS = ("<<<<<<< ORIGINAL\n(lines exactly as in the file)\n=======\n(new lines)\n"

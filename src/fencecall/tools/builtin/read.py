@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -9,10 +10,10 @@ from ...errors import ToolError
 from ...message import Message, system
 from ...parsing import UnrepresentableCall
 from ..arguments import Parameter
-from ..runtime.files import NotARegularFile, check_regular, decode, is_binary, printable
+from ..runtime.files import decode, is_binary, open_existing, printable, read_fd
 from ..runtime.output import cut_note
 from ..spec import Example, ToolInvocation, ToolSpec, render_call
-from ..workspace import OutsideWorkspace, display, resolve_in_roots
+from ..workspace import Place, display, locate
 
 MAX_BYTES = 10_000_000
 MAX_LINES = 2_000
@@ -50,26 +51,33 @@ def _read_on(invocation: ToolInvocation, path: str, start: int, end: int | None)
         return render_call(invocation.spec, {"path": words}, invocation.call.format)
 
 
+def _contents(place: Place, name: str) -> tuple[bytes, int]:
+    """The file's bytes and size, read through the descriptor the checks were made on."""
+    if place.info is not None and stat.S_ISDIR(place.info.st_mode):
+        raise ToolError(f"read: {name} is a directory; use shell `ls` to list it.")
+    opened = open_existing(place)
+    if opened is None:
+        raise ToolError(f"read: {name} does not exist.")
+    fd, info = opened
+    if info.st_size > MAX_BYTES:
+        os.close(fd)
+        raise ToolError(f"read: {name} is {info.st_size} bytes, over the {MAX_BYTES}-byte "
+                        "limit; use shell tools (head, grep) to look at parts of it.")
+    return read_fd(fd, MAX_BYTES), info.st_size
+
+
 def read_one(invocation: ToolInvocation, given: str, start: int | None,
              end: int | None) -> str:
     roots = invocation.context.roots
     first, last_asked = _validated_range(start, end)
     try:
-        path = resolve_in_roots(given, roots)
-        info = check_regular(path)
-    except (OutsideWorkspace, ValueError, NotARegularFile) as err:
+        with locate(given, roots) as place:
+            name = display(place.path, roots)
+            data, size = _contents(place, name)
+    except (ValueError, OSError) as err:  # OutsideWorkspace among them
         raise ToolError(f"read: {err}") from err
-    name = display(path, roots)
-    if info is None:
-        raise ToolError(f"read: {name} does not exist.")
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"read: {name} is a directory; use shell `ls` to list it.")
-    if info.st_size > MAX_BYTES:
-        raise ToolError(f"read: {name} is {info.st_size} bytes, over the {MAX_BYTES}-byte "
-                        "limit; use shell tools (head, grep) to look at parts of it.")
-    data = path.read_bytes()
     if is_binary(data):
-        return f"read: {name} is a binary file ({info.st_size} bytes); not shown."
+        return f"read: {name} is a binary file ({size} bytes); not shown."
     lines = printable(decode(data)).splitlines()
     if not lines:
         return f"{name} (empty)"
@@ -100,8 +108,7 @@ def _paths_and_range(invocation: ToolInvocation) -> tuple[list[str], int | None,
     numbers on the langtag (``read a.py 10 40``) are the range, unless a file is so named."""
     given: str = invocation.kwargs["path"]
     start, end = invocation.kwargs.get("start"), invocation.kwargs.get("end")
-    root = invocation.context.workspace
-    if (root / given).exists() or Path(given).expanduser().exists():
+    if _exists(given, invocation.context.roots):
         return [given], start, end
     words = given.split()
     numbers: list[int] = []
@@ -112,6 +119,14 @@ def _paths_and_range(invocation: ToolInvocation) -> tuple[list[str], int | None,
     elif numbers:
         words += [str(n) for n in numbers]
     return words or [given], start, end
+
+
+def _exists(given: str, roots: tuple[Path, ...]) -> bool:
+    try:
+        with locate(given, roots) as place:
+            return place.info is not None and not place.missing
+    except (ValueError, OSError):
+        return False
 
 
 def execute_read(invocation: ToolInvocation) -> Message:

@@ -26,6 +26,7 @@ from ...message import Message, Status, system
 from ..arguments import Parameter, ParamType
 from ..context import ToolContext
 from ..spec import ToolInvocation, ToolSpec
+from ..workspace import open_real_folder
 from .declaration import McpServerConfig
 
 FILES_DIR = "mcp-files"
@@ -216,9 +217,9 @@ def _extension(mime: str | None) -> str:
 
 def _write_new(workspace: Path, stem: str, suffix: str, data: bytes) -> Path:
     """Write ``data`` to a new file in ``workspace/mcp-files`` without following any link a
-    tool may have left there: the folder and the file are opened with O_NOFOLLOW, the file
-    created with O_EXCL."""
-    root = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY)
+    tool may have left there: the workspace, the folder and the file are opened by descriptor
+    with O_NOFOLLOW, the file created with O_EXCL."""
+    root = open_real_folder(workspace)
     try:
         with contextlib.suppress(FileExistsError):
             os.mkdir(FILES_DIR, 0o755, dir_fd=root)
