@@ -1,4 +1,5 @@
-"""MCP tools in a batch: listed once, a server process of its own per task, in its workspace."""
+"""MCP tools in a batch: listed once, a server process of its own per task, in a private
+folder of its own (never the task's workspace, where the model writes)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_each_task_calls_mcp_tools_on_a_server_of_its_own(
         assert found is not None, counted
         assert found.group(1) == "1"  # a fresh process: no other task's calls counted
         pids.add(int(found.group(2)))
-        assert f"cwd={result.workspace}" in where
+        assert f"cwd={result.workspace}" not in where and "fencecall-mcp-" in where
     assert len(pids) == len(ids)
     assert not any(alive(pid) for pid in pids)  # closed with their tasks
 

@@ -234,7 +234,7 @@ class Runner:
         config = self.options.config
         self.options.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         env = tool_environment(os.environ, config.pass_env, secret_names=self.secrets)
-        servers = McpServers(declared, env=env, cwd=self.options.folder,
+        servers = McpServers(declared, env=env, roots=(self.options.folder,),
                              cache_dir=config.home / "mcp-tools", hand_over=False)
         servers.tools(None)  # listed now, so no task's time limit pays for a server's start
         return servers

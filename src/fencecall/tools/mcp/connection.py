@@ -5,6 +5,12 @@ SDK's client on an event loop in its own thread, so connections (one per server 
 session) never share state, and a stuck server holds up only its own thread. The server's
 stderr goes to an anonymous file, not the terminal, and its last lines are quoted when it
 fails.
+
+A stdio server runs outside the sandbox, with the user's rights, so nothing the model can write
+may become part of it: it starts in a fresh private folder (not the workspace, where ``python
+-m NAME`` would import a planted ``NAME.py``) unless its declaration names a ``cwd``; its PATH
+leads into no writable root, its bare command is looked up on that PATH, and
+``PYTHONSAFEPATH=1`` keeps a Python server's cwd and script folder off ``sys.path``.
 """
 
 from __future__ import annotations
@@ -14,14 +20,17 @@ import concurrent.futures
 import contextlib
 import logging
 import os
+import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 from ...errors import ToolError
+from ..runtime.paths import clean_path, inside
+from ..runtime.scratch import make_scratch
 from .declaration import McpServerConfig
 
 logging.getLogger("mcp").addHandler(logging.NullHandler())  # SDK tracebacks stay off the screen
@@ -37,15 +46,20 @@ class McpServerError(ToolError):
 class McpConnection:
     """One client session with ``config``'s server: :meth:`start`, :meth:`call`, :meth:`close`.
 
-    ``env`` is the whole environment of a stdio server's process (the allow-listed one
-    fencecall gives tools, plus the declaration's ``env``); ``cwd`` its folder when the
-    declaration names none.
+    ``env`` is what a stdio server's process inherits (the allow-listed environment fencecall
+    gives tools; see :func:`server_environment`). ``roots`` are the folders the model can
+    write (the workspace first): none is on its PATH or its folder, unless declared.
     """
 
-    def __init__(self, config: McpServerConfig, env: Mapping[str, str], cwd: Path):
+    def __init__(self, config: McpServerConfig, env: Mapping[str, str],
+                 roots: Sequence[Path] = ()):
         self.config = config
         self._env = dict(env)
-        self._cwd = Path(config.cwd).expanduser() if config.cwd else cwd
+        self._roots = tuple(roots)
+        self._params: Any = None
+        """The stdio server's ``StdioServerParameters``, made by :meth:`start`."""
+        self._folder: Path | None = None
+        """Its private folder, removed when the connection ends."""
         self._stderr = tempfile.TemporaryFile("w+b")  # noqa: SIM115 (closed in close())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._main: asyncio.Task[None] | None = None
@@ -67,6 +81,12 @@ class McpConnection:
 
     def start(self) -> list[Any]:
         """Start the server, shake hands, and return its tools (``mcp.types.Tool``)."""
+        if self.config.command is not None:
+            try:
+                self._params = self._stdio_parameters(self.config.command)
+            except ValueError as err:  # nothing started: only the stderr file to close
+                self._stderr.close()
+                raise McpServerError(self._failure(f"could not start: {err}")) from None
         self._thread = threading.Thread(target=self._run, name=f"mcp-{self.config.name}",
                                         daemon=True)
         self._thread.start()
@@ -158,10 +178,25 @@ class McpConnection:
 
     # -- the event loop thread -------------------------------------------------------------
 
+    def _stdio_parameters(self, command: str) -> Any:
+        """How the stdio server starts (see the module's docstring); ValueError says why it
+        cannot."""
+        from mcp import StdioServerParameters
+
+        env = server_environment(self._env, self.config.env, self._roots)
+        cwd = Path(self.config.cwd).expanduser() if self.config.cwd else None
+        program = find_program(command, env["PATH"], cwd)
+        if cwd is None:
+            cwd = self._folder = private_folder(self._roots)
+        return StdioServerParameters(command=program, args=list(self.config.args), env=env,
+                                     cwd=cwd)
+
     def _run(self) -> None:
         try:
             asyncio.run(self._serve())
         finally:
+            if self._folder is not None:
+                shutil.rmtree(self._folder, ignore_errors=True)
             self._finished.set()
             if not self._ready.done():
                 self._ready.set_exception(McpServerError(self._failure(
@@ -187,7 +222,7 @@ class McpConnection:
                 self.error = "closed the connection (it exited or crashed)"
 
     def _make_client(self, stack: AsyncExitStack) -> Any:
-        from mcp import Client, StdioServerParameters
+        from mcp import Client
         from mcp.client.stdio import stdio_client
         from mcp.client.streamable_http import streamable_http_client
 
@@ -200,10 +235,7 @@ class McpConnection:
             stack.push_async_callback(http.aclose)
             transport = streamable_http_client(config.url, http_client=http)
         else:
-            assert config.command is not None
-            params = StdioServerParameters(command=config.command, args=list(config.args),
-                                           env={**self._env, **config.env}, cwd=self._cwd)
-            transport = stdio_client(params, errlog=self._stderr)  # type: ignore[arg-type]
+            transport = stdio_client(self._params, errlog=self._stderr)  # type: ignore[arg-type]
         return Client(transport, message_handler=self._on_message)
 
     async def _list_tools(self) -> list[Any]:
@@ -220,6 +252,46 @@ class McpConnection:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, Exception):
             self.stray_lines += 1
+
+
+def server_environment(inherited: Mapping[str, str], declared: Mapping[str, str],
+                       roots: Sequence[Path]) -> dict[str, str]:
+    """A stdio server's environment: ``inherited`` (without a PATH, fencecall's own, as the
+    SDK would take) with ``PYTHONSAFEPATH=1``, then the declaration's ``env`` over it; last,
+    the PATH cleaned by :func:`clean_path`, also one the declaration gives (``${PATH}`` in it
+    would bring back whatever fencecall's own PATH holds)."""
+    env = {"PATH": os.environ.get("PATH", os.defpath), **inherited, "PYTHONSAFEPATH": "1",
+           **declared}
+    env["PATH"] = clean_path(env["PATH"], roots)
+    return env
+
+
+def find_program(command: str, path: str, cwd: Path | None) -> str:
+    """The program ``command`` names: a bare name looked up on ``path`` (on its absolute
+    entries: never in fencecall's own cwd), a relative path in the declared ``cwd``."""
+    if os.sep not in command:
+        absolute = os.pathsep.join(e for e in path.split(os.pathsep) if os.path.isabs(e))
+        found = shutil.which(command, path=absolute)
+        if found is None:
+            raise ValueError(f"{command!r} is not on its PATH ({path})")
+        return found
+    if os.path.isabs(command):
+        return command
+    if cwd is None:
+        raise ValueError(f"the command {command!r} is a relative path: make it absolute, "
+                         f"or declare the cwd it is relative to")
+    return str(cwd / command)
+
+
+def private_folder(roots: Sequence[Path]) -> Path:
+    """A new empty ``0700`` folder for one server to start in, outside every root (so it
+    holds nothing the model wrote)."""
+    folder = make_scratch("mcp")
+    if inside(folder, roots):
+        shutil.rmtree(folder)
+        raise ValueError(f"the temporary folder {folder.parent} is in a writable root; "
+                         f"point TMPDIR elsewhere, or declare the server's cwd")
+    return folder
 
 
 def _connection_lost(err: Exception) -> bool:

@@ -33,7 +33,8 @@ class McpServerConfig:
     ``confirm`` says which calls ask the user first: ``hints`` (the default) asks for every
     tool the server does not mark read-only, ``always`` for all, ``never`` for none. A server
     starts on first use unless ``eager``. ``start_timeout`` bounds its start and handshake,
-    ``call_timeout`` each call.
+    ``call_timeout`` each call. A stdio server starts in ``cwd``, trusted as given (naming
+    the workspace trusts what the model writes there), else in a private empty folder.
     """
 
     name: str

@@ -45,21 +45,24 @@ class ServerState:
 
 class McpServers:
     """The declared servers. ``env`` is the environment of stdio servers' processes (the
-    allow-listed one tools get, to which each declaration adds its own ``env``); ``cwd`` is
-    where they start unless declared otherwise; ``cache_dir`` holds tool listings. With
-    ``hand_over`` (one session, whose workspace is ``cwd``), the connection that listed a
-    server's tools serves the first session that calls one; without it (sessions in other
-    workspaces, as in a batch) it is closed, and each session starts its own."""
+    allow-listed one tools get, to which each declaration adds its own ``env``); ``roots``
+    are the folders a model can write (the workspace and the others), kept off their PATH
+    and never their folder (a session's own roots are added); ``cwd``, the workspace as older
+    callers pass it, counts as one. ``cache_dir`` holds tool listings. With ``hand_over``
+    (one session, in these roots), the connection that listed a server's tools serves the
+    first session that calls one; without it (sessions in other workspaces, as in a batch)
+    it is closed, and each session starts its own."""
 
     def __init__(self, configs: Iterable[McpServerConfig], *, env: Mapping[str, str],
-                 cwd: Path, cache_dir: Path | None = None, hand_over: bool = True):
+                 roots: Sequence[Path] = (), cwd: Path | None = None,
+                 cache_dir: Path | None = None, hand_over: bool = True):
         self._states: dict[str, ServerState] = {}
         for config in configs:
             if config.name in self._states:
                 raise ValueError(f"two MCP servers are called {config.name!r}")
             self._states[config.name] = ServerState(config)
         self._env = dict(env)
-        self._cwd = cwd
+        self._roots = (*roots, *([cwd] if cwd is not None else []))
         self._cache_dir = cache_dir
         self._spares: dict[str, McpConnection] = {}
         self._hand_over = hand_over
@@ -106,7 +109,7 @@ class McpServers:
         if cached is not None:
             self._set_tools(state, cached, "cache")
             return
-        connection = McpConnection(config, self._env, self._cwd)
+        connection = McpConnection(config, self._env, self._roots)
         try:
             tools = connection.start()
         except McpServerError as err:
@@ -151,7 +154,8 @@ class McpServers:
             return spare
         if spare is not None:
             spare.close()
-        connection = McpConnection(state.config, context.tool_env(), context.workspace)
+        roots = (*context.roots, *context.sandbox.writable, *self._roots)
+        connection = McpConnection(state.config, context.tool_env(), roots)
         tools = connection.start()
         self._write_cache(state.config, tools)
         return connection

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .paths import host_program
 
 _PR_SET_PDEATHSIG = 1
 _prctl = (ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux")
@@ -57,7 +58,7 @@ def start_process(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes
     return proc
 
 
-_SETPRIV = shutil.which("setpriv")
+_SETPRIV = host_program("setpriv")
 """util-linux's setpriv sets the parent-death signal and execs the program, so the process
 can be started without a ``preexec_fn``: a hook in the child makes Python fork the whole
 interpreter instead of using vfork, which is tens of milliseconds with a large heap (and

@@ -8,6 +8,11 @@ Functions registered by tools are stubs in the child that call back into this pr
 With an enforced :class:`Sandbox` the interpreter runs inside bwrap and shares no folder with
 fencecall: it talks over two pipes, and its stdout and stderr are unnamed temporary files that
 fencecall holds open, so there is no path inside that could be swapped for a symlink.
+
+The driver runs with ``-P``, so no folder is put first on ``sys.path``: neither the cwd (the
+workspace, where the model could plant a ``json.py``) nor the driver's own folder, whose
+fencecall modules (``sandbox``, ``files``, ``processes``...) would shadow packages of those
+names in the model's imports.
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ class PythonSession:
         request_read, self._request_fd = os.pipe()
         self._reply_fd, reply_write = os.pipe()
         argv = self._sandbox.command(
-            [sys.executable, "-u", str(DRIVER), str(request_read), str(reply_write)],
+            [sys.executable, "-P", "-u", str(DRIVER), str(request_read), str(reply_write)],
             cwd=self._cwd)
         try:
             return start_process(

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
+
+from .paths import host_program
 
 INSTALL_HINT = "apt-get install -y bubblewrap"
 _PROBE_TIMEOUT = 10.0
@@ -99,8 +100,9 @@ def _mount_args(system: list[tuple[str, ...]], binds: list[tuple[str, ...]]) -> 
 @functools.cache
 def _probe() -> tuple[SandboxSupport, _Bwrap | None]:
     """Run ``bwrap ... true`` once per process with the real flags: bwrap on PATH is not
-    enough (containers and some distributions forbid the namespaces it needs)."""
-    path = shutil.which("bwrap")
+    enough (containers and some distributions forbid the namespaces it needs). bwrap is taken
+    from the system's folders first, never from a relative PATH entry."""
+    path = host_program("bwrap")
     if path is None:
         return SandboxSupport(False, f"bwrap (bubblewrap) is not installed; install it with "
                                      f"`{INSTALL_HINT}`."), None

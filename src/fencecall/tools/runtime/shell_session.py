@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .output import cut_note
+from .paths import host_program
 from .processes import (
     StartGate,
     descendants,
@@ -50,7 +51,7 @@ DISK_LIMIT = 64 * 1024 * 1024
 fill the disk in the minute before its timeout)."""
 _WATCH_EVERY = 0.25
 _STATE_TIMEOUT = 5.0
-_BASH = shutil.which("bash") or "/bin/bash"
+_BASH = host_program("bash") or "/bin/bash"
 _ONE_SHOT = ('source "$1" >/dev/null 2>&1; export TMPDIR="$5"; '
              'source "$2" >"$3" 2>"$4" </dev/null')
 """The read-only run: restore the state, then the command as the persistent shell runs it.
@@ -140,7 +141,7 @@ class ShellSession:
         return env
 
     def _start(self) -> None:
-        argv = self._sandbox.command(["bash", "--noprofile", "--norc"], scratch=[self._dir],
+        argv = self._sandbox.command([_BASH, "--noprofile", "--norc"], scratch=[self._dir],
                                      cwd=self._cwd)
         self._proc = self._gate.start(lambda: start_process(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
