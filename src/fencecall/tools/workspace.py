@@ -67,21 +67,7 @@ class Place:
     def make_folders(self) -> int:
         """The descriptor of the file's own folder, creating the missing ones (never through a
         link: one that appears meanwhile raises :class:`PathChanged`). The caller closes it."""
-        current = os.dup(self.folder)
-        try:
-            for name in self.missing:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, 0o777, dir_fd=current)
-                following = _open_folder(name, current)
-                if following is None:
-                    raise PathChanged(errno.ENOTDIR, "a folder was replaced while it was being "
-                                      "made; not followed", str(self.path))
-                os.close(current)
-                current = following
-        except BaseException:
-            os.close(current)
-            raise
-        return current
+        return _descend(os.dup(self.folder), self.missing, self.path, make=True)
 
 
 def locate(given: str, roots: Sequence[Path]) -> Place:
@@ -106,18 +92,7 @@ def locate(given: str, roots: Sequence[Path]) -> Place:
 def open_real_folder(path: Path) -> int:
     """A descriptor of the folder at ``path``, a real path (no symlink anywhere in it), opened
     without following any link, so a folder swapped for one on the way is refused."""
-    current = os.open("/", _FOLDER)
-    try:
-        for name in path.parts[1:]:
-            following = _open_folder(name, current)
-            if following is None:
-                raise PathChanged(errno.ENOTDIR, "not a folder (or a symlink)", str(path))
-            os.close(current)
-            current = following
-    except BaseException:
-        os.close(current)
-        raise
-    return current
+    return _descend(os.open("/", _FOLDER), path.parts[1:], path, make=False)
 
 
 def display(path: Path, roots: Sequence[Path]) -> str:
@@ -126,6 +101,26 @@ def display(path: Path, roots: Sequence[Path]) -> str:
         if path.is_relative_to(root):
             return str(path.relative_to(root)) or "."
     return str(path)
+
+
+def _descend(current: int, names: Sequence[str], path: Path, *, make: bool) -> int:
+    """From the folder ``current`` (taken over) down through ``names``, never through a link,
+    making the missing ones if ``make``. The caller closes the descriptor returned."""
+    try:
+        for name in names:
+            if make:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, 0o777, dir_fd=current)
+            following = _open_folder(name, current)
+            if following is None:
+                raise PathChanged(errno.ENOTDIR, "not a folder, or a link (not followed)",
+                                  str(path))
+            os.close(current)
+            current = following
+    except BaseException:
+        os.close(current)
+        raise
+    return current
 
 
 def _open_folder(name: str, folder: int) -> int | None:
