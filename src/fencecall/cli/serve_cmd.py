@@ -21,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     address = _address(args.http) if args.http else None
     setting = setting_of(args, config)
     workspace = setting.workspace
-    servers = mcp_servers_of(args, config, workspace, setting.secrets)
+    servers = mcp_servers_of(args, config, setting.roots, setting.secrets)
     with servers:
         chain = toolchain_of(args, workspace, config, servers, config.tools)
 
@@ -36,9 +36,10 @@ def run(args: argparse.Namespace) -> int:
             serve_stdio(tool_server)
             return 0
         host, port = address
+        shown = f"[{host}]" if ":" in host else host
 
         def ready(bound: int) -> None:
-            print(f"fencecall: serving {len(chain.tools)} tools at http://{host}:{bound}/mcp",
+            print(f"fencecall: serving {len(chain.tools)} tools at http://{shown}:{bound}/mcp",
                   file=sys.stderr, flush=True)
 
         serve_http(tool_server, host, port, token, ready=ready)

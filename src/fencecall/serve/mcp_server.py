@@ -15,10 +15,11 @@ confirmation (read-only ones) run.
 
 from __future__ import annotations
 
-import hmac
+import ipaddress
 import json
+import socket
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, MutableMapping
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import anyio
@@ -30,11 +31,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
+from ..errors import UserError
 from ..execution import Session
 from ..execution.confirm import auto_no
 from ..message import Message
 from ..parsing import ToolCall
 from ..tools import ConfirmFunc, ConfirmRequest, Toolchain, ToolSpec
+from .guards import BearerGuard, HostGuard, canonical_host
 
 SessionFactory = Callable[[ConfirmFunc], Session]
 """Makes a session for one client, given the confirm function that asks that client."""
@@ -224,49 +227,49 @@ def serve_stdio(tool_server: ToolServer) -> None:
 def serve_http(tool_server: ToolServer, host: str, port: int, token: str | None = None,
                *, ready: Callable[[int], None] | None = None) -> None:
     """Serve Streamable HTTP at ``http://host:port/mcp`` until interrupted; with ``token``,
-    each request must carry ``Authorization: Bearer <token>``. ``ready`` is told the port
-    once the socket listens (useful with port 0)."""
+    each request must carry ``Authorization: Bearer <token>``. Without one, only a loopback
+    address may be served (anyone who can reach the port could run the tools). Every request
+    must name this server in ``Host`` and ``Origin`` (:class:`.guards.HostGuard`). ``ready``
+    is told the port once the socket listens (useful with port 0)."""
     import uvicorn
 
-    app = tool_server.server.streamable_http_app(host=host)
-    guarded = app if token is None else _BearerGuard(app, token)
-    config = uvicorn.Config(guarded, host=host, port=port, log_level="warning",
-                            lifespan="on")
-    server = uvicorn.Server(config)
-
-    async def main() -> None:
-        async with anyio.create_task_group() as group:
-            group.start_soon(server.serve)
-            while not server.started:
-                await anyio.sleep(0.01)
-            if ready is not None:
-                ready(server.servers[0].sockets[0].getsockname()[1])
-
+    sock = _bind(host, port)
     try:
+        address, bound_port = sock.getsockname()[:2]
+        bound = ipaddress.ip_address(address)
+        if token is None and not bound.is_loopback:
+            raise UserError(f"--http {canonical_host(host)}:{port}: "
+                            f"{canonical_host(address)} is not a loopback address, so anyone "
+                            "who reaches it could run the tools; require a token with "
+                            "--token-env VAR")
+        app = tool_server.server.streamable_http_app(host=host)  # the SDK's check, if any
+        authorized = app if token is None else BearerGuard(app, token)
+        config = uvicorn.Config(HostGuard(authorized, host, bound, bound_port),
+                                log_level="warning", lifespan="on", ws="none")
+        server = uvicorn.Server(config)
+
+        async def main() -> None:
+            async with anyio.create_task_group() as group:
+                group.start_soon(server.serve, [sock])
+                while not server.started:
+                    await anyio.sleep(0.01)
+                if ready is not None:
+                    ready(bound_port)
+
         anyio.run(main)
     finally:
+        sock.close()
         tool_server.close()
 
 
-ASGIApp = Callable[[MutableMapping[str, Any], Callable[..., Any], Callable[..., Any]],
-                   Awaitable[None]]
-
-
-class _BearerGuard:
-    """Refuses HTTP requests without the right bearer token (compared in constant time)."""
-
-    def __init__(self, app: ASGIApp, token: str):
-        self._app = app
-        self._expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Callable[..., Any],
-                       send: Callable[..., Any]) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"text/plain"),
-                                        (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body", "body": b"missing or wrong token\n"})
-                return
-        await self._app(scope, receive, send)
+def _bind(host: str, port: int) -> socket.socket:
+    """The server's socket, bound (not yet listening) so the checks know its real address."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as err:
+        sock.close()
+        raise UserError(f"--http {canonical_host(host)}:{port}: cannot listen there: "
+                        f"{err.strerror or err}") from None
+    return sock
