@@ -80,7 +80,7 @@ def measure() -> list[tuple[str, float, float]]:
         workspace = Path(folder)
         (workspace / "note.txt").write_text("hello\n")
         config = McpServerConfig("bench", command=sys.executable, args=(str(SERVER),))
-        with McpServers([config], env={"PATH": "/usr/bin:/bin"}, cwd=workspace) as servers:
+        with McpServers([config], env={"PATH": "/usr/bin:/bin"}, roots=[workspace]) as servers:
             chain = Toolchain.build(["read", "bench.echo"], extra=servers.tools(None))
             with Session(chain, workspace=workspace, confirm=auto_yes, sandbox="off") as session:
                 rows.append(("built-in read", *_timed(_pipeline(

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -163,6 +163,24 @@ class Config:
     def secret_values(self, env: Mapping[str, str]) -> dict[str, str]:
         """The secrets set in ``env``, by variable name."""
         return {name: env[name] for name in self.secret_env_names() if env.get(name)}
+
+
+def check_home_apart(home: Path, folders: Iterable[tuple[str, Path]]) -> None:
+    """Refuse a run whose model may write fencecall's home: the conversation logs there say
+    what ``--resume`` restores, so a model that could rewrite them would choose what it may
+    do next time. ``folders`` are (what it is, path): the workspace and the other writable
+    roots. Real paths are compared, in both directions."""
+    own = home.expanduser().resolve()
+    for what, folder in folders:
+        real = folder.expanduser().resolve()
+        if real == own or real in own.parents:
+            raise ConfigError(f"the fencecall home folder {own} is inside {what} {real}, "
+                              "where the model may write: set FENCECALL_HOME to a folder "
+                              "outside it, or choose another workspace or --root folder")
+        if own in real.parents:
+            raise ConfigError(f"{what} {real} is inside the fencecall home folder {own}, "
+                              "where the model must not write: choose a folder outside it, "
+                              "or set FENCECALL_HOME elsewhere")
 
 
 def config_path(env: Mapping[str, str]) -> Path:

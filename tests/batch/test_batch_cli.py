@@ -169,3 +169,14 @@ def test_keep_workspaces_choices_are_the_runners_policies() -> None:
     args = build_parser().parse_args(["batch", "t.jsonl", "--out", "o.jsonl",
                                       "--keep-workspaces", "failed"])
     assert args.keep_workspaces == "failed"
+
+
+def test_a_batch_folder_holding_the_home_is_refused(tmp_path: Path) -> None:
+    """Task workspaces live below the batch folder: the conversation logs must not."""
+    tasks = tasks_file(tmp_path / "tasks.jsonl", ["a"])
+    env = cli_env(tmp_path, "http://127.0.0.1:9")  # the home: tmp_path / "home"
+    done = subprocess.run(command(tasks, tmp_path / "out.jsonl", "--dir", str(tmp_path)),
+                          env=env, capture_output=True, text=True, timeout=WAIT)
+    assert done.returncode == 2, done.stderr
+    assert "inside the batch folder" in done.stderr
+    assert not (tmp_path / "out.jsonl").exists()

@@ -34,7 +34,7 @@ def flaky(name: str = "flaky", **options: object) -> McpServerConfig:
 @pytest.fixture
 def servers(tmp_path: Path, workspace: Path) -> Iterator[McpServers]:
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
-    with McpServers([flaky(call_timeout=2.0)], env=env, cwd=workspace,
+    with McpServers([flaky(call_timeout=2.0)], env=env, roots=[workspace],
                     cache_dir=tmp_path / "cache") as found:
         yield found
 

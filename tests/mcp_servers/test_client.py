@@ -145,9 +145,9 @@ def test_confirmation_follows_the_hints(servers: McpServers, workspace: Path) ->
 def test_listing_is_cached_so_the_server_starts_on_first_use(tmp_path: Path,
                                                              workspace: Path) -> None:
     env = {"PATH": "/usr/bin:/bin"}
-    with McpServers([flaky()], env=env, cwd=workspace, cache_dir=tmp_path / "c") as first:
+    with McpServers([flaky()], env=env, roots=[workspace], cache_dir=tmp_path / "c") as first:
         assert first.tools(None) and first.state("flaky").listed_from == "server"
-    with McpServers([flaky()], env=env, cwd=workspace, cache_dir=tmp_path / "c") as second:
+    with McpServers([flaky()], env=env, roots=[workspace], cache_dir=tmp_path / "c") as second:
         names = [spec.name for spec in second.tools(None)]
         assert "flaky.echo" in names and second.state("flaky").listed_from == "cache"
         with session_with(second, workspace) as session:
@@ -161,7 +161,7 @@ def test_a_server_that_cannot_start_is_left_out_with_its_reason(tmp_path: Path,
     missing = McpServerConfig("missing", command="/nonexistent/server")
     slow = McpServerConfig("slow", command=sys.executable,
                            args=("-c", "import time; time.sleep(60)"), start_timeout=1)
-    with McpServers([broken, missing, slow], env={}, cwd=workspace) as found, \
+    with McpServers([broken, missing, slow], env={}, roots=[workspace]) as found, \
             pytest.warns(UserWarning) as caught:
         assert found.tools(None) == []
     said = "\n".join(str(w.message) for w in caught)
@@ -172,7 +172,7 @@ def test_a_server_that_cannot_start_is_left_out_with_its_reason(tmp_path: Path,
 
 def test_an_allowlist_without_the_server_warns_and_starts_nothing(tmp_path: Path,
                                                                   workspace: Path) -> None:
-    with McpServers([flaky()], env={}, cwd=workspace) as found:
+    with McpServers([flaky()], env={}, roots=[workspace]) as found:
         with pytest.warns(UserWarning, match=r"add 'flaky\.\*' to use them"):
             assert found.tools(["shell", "save"]) == []
         assert found.state("flaky").listed_from is None
@@ -185,7 +185,7 @@ def test_an_allowlist_without_the_server_warns_and_starts_nothing(tmp_path: Path
 
 def test_streamable_http_server(http_flaky: str, tmp_path: Path, workspace: Path) -> None:
     config = McpServerConfig("web", url=http_flaky, headers={"X-Test": "1"})
-    with McpServers([config], env={}, cwd=workspace) as found:
+    with McpServers([config], env={}, roots=[workspace]) as found:
         chain = Toolchain.build(["web.*"], extra=found.tools(None), catalogue=[])
         from fencecall.execution import Session
         from fencecall.execution.confirm import auto_yes
@@ -198,7 +198,7 @@ def test_reference_time_server() -> None:
     config = McpServerConfig("time", command=sys.executable,
                              args=("-m", "mcp_server_time", "--local-timezone", "UTC"))
     workspace = Path.cwd()
-    with McpServers([config], env={}, cwd=workspace) as found:
+    with McpServers([config], env={}, roots=[workspace]) as found:
         tools = {spec.name: spec for spec in found.tools(None)}
         assert {"time.get_current_time", "time.convert_time"} <= set(tools)
         with session_with(found, workspace, ["time.*"]) as session:
@@ -213,7 +213,7 @@ def test_reference_git_server(tmp_path: Path) -> None:
     (repo / "new.txt").write_text("hello\n")
     config = McpServerConfig("git", command=sys.executable,
                              args=("-m", "mcp_server_git", "--repository", str(repo)))
-    with McpServers([config], env={"PATH": "/usr/bin:/bin"}, cwd=repo) as found:
+    with McpServers([config], env={"PATH": "/usr/bin:/bin"}, roots=[repo]) as found:
         tools = {spec.name for spec in found.tools(None)}
         assert "git.git_status" in tools
         with session_with(found, repo, ["git.git_status"]) as session:
@@ -222,7 +222,7 @@ def test_reference_git_server(tmp_path: Path) -> None:
 
 
 def test_listing_twice_starts_the_server_once(tmp_path: Path, workspace: Path) -> None:
-    with McpServers([flaky()], env={}, cwd=workspace) as found:
+    with McpServers([flaky()], env={}, roots=[workspace]) as found:
         found.tools(None)
         spare = found._spares["flaky"]
         found.tools(["flaky.*"])

@@ -71,8 +71,8 @@ def test_a_module_planted_in_the_workspace_is_not_imported(
     # does (listed in the batch's folder; each session connects in its own workspace).
     batch = tmp_path / "batch"
     batch.mkdir()
-    servers = (McpServers([time_server()], env=env, cwd=workspace) if connected == "listing"
-               else McpServers([time_server()], env=env, cwd=batch, hand_over=False))
+    servers = (McpServers([time_server()], env=env, roots=[workspace]) if connected == "listing"
+               else McpServers([time_server()], env=env, roots=[batch], hand_over=False))
     text = current_time(servers, workspace)
     assert '"timezone": "UTC"' in text and '"datetime"' in text  # the real server answered
     assert not marker.exists()
@@ -82,7 +82,7 @@ def test_a_declared_cwd_is_where_it_starts_but_python_still_imports_nothing_from
         workspace: Path, marker: Path) -> None:
     (workspace / "mcp_server_time.py").write_text(PLANTED_MODULE.format(marker=str(marker)))
     servers = McpServers([time_server(cwd=str(workspace))], env={"PATH": os.environ["PATH"]},
-                         cwd=workspace)
+                         roots=[workspace])
     assert '"timezone": "UTC"' in current_time(servers, workspace)
     assert not marker.exists()
 
@@ -97,7 +97,7 @@ def test_a_program_planted_on_path_in_the_workspace_is_not_run(
     first = {"workspace": str(workspace), "link": str(tmp_path / "link")}.get(entry, entry)
     servers = McpServers([time_server("mcp-server-time", ())],
                          env={"PATH": os.pathsep.join([first, str(BIN), "/usr/bin", "/bin"])},
-                         cwd=workspace)
+                         roots=[workspace])
     assert '"timezone": "UTC"' in current_time(servers, workspace)
     assert not marker.exists()
 
@@ -107,7 +107,7 @@ def test_a_stdio_server_starts_in_a_private_folder_removed_with_it(
     declared = tmp_path / "declared"
     declared.mkdir()
     configs = [flaky(), flaky("here", cwd=str(declared))]
-    with McpServers(configs, env={}, cwd=workspace) as servers, \
+    with McpServers(configs, env={}, roots=[workspace]) as servers, \
             session_with(servers, workspace, ["flaky.where", "here.where"]) as session:
         [private, given] = [m.content for m in session.execute(
             "```flaky.where\n{}\n```\n```here.where\n{}\n```\n")]
@@ -124,7 +124,7 @@ def test_a_command_that_cannot_be_found_safely_says_why(workspace: Path) -> None
     (workspace / "planted-server").chmod(0o755)
     configs = [McpServerConfig("bare", command="planted-server"),
                McpServerConfig("relative", command="./planted-server")]
-    with McpServers(configs, env={"PATH": f"{workspace}:/usr/bin"}, cwd=workspace) as found, \
+    with McpServers(configs, env={"PATH": f"{workspace}:/usr/bin"}, roots=[workspace]) as found, \
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert found.tools(None) == []

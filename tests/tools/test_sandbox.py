@@ -174,14 +174,14 @@ def test_unavailable_sandbox_falls_back_to_off_with_a_warning(
 
 def test_probe_explains_a_missing_or_failing_bwrap(monkeypatch: pytest.MonkeyPatch,
                                                   tmp_path: Path) -> None:
-    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setattr(sandbox_module, "host_program", lambda name: None)
     missing, _ = sandbox_module._probe.__wrapped__()
     assert not missing.available and "apt-get install -y bubblewrap" in missing.reason
     failing = tmp_path / "bwrap"
     failing.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\n"
                        "exit 1\n")
     failing.chmod(0o755)
-    monkeypatch.setattr(shutil, "which", lambda name: str(failing))
+    monkeypatch.setattr(sandbox_module, "host_program", lambda name: str(failing))
     broken, _ = sandbox_module._probe.__wrapped__()
     assert not broken.available
     assert "No permissions to create new namespace" in broken.reason

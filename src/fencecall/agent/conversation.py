@@ -56,7 +56,8 @@ class LogContents:
 
 def read_log(path: Path) -> LogContents:
     """The complete records of a log. A torn final line (a crash or a full disk mid-write) is
-    not a record; unreadable complete lines are skipped and said."""
+    not a record; unreadable complete lines, and lines that are not JSON objects, are skipped
+    and said."""
     data = path.read_bytes()
     valid_end = data.rfind(b"\n") + 1
     records, problems = [], []
@@ -64,9 +65,14 @@ def read_log(path: Path) -> LogContents:
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError:
             problems.append(f"line {number} of {path} could not be read and was skipped")
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+        else:
+            problems.append(f"line {number} of {path} is not a record and was skipped")
     return LogContents(records, valid_end, problems)
 
 
@@ -87,16 +93,17 @@ class Conversation:
         self.path = folder / LOG_NAME
         self.messages: list[Message] = []
         self.settings: dict[str, Any] = {}
-        """What the conversation was last run with (model, format, tools, workspace…), so a
-        resumed one runs as it did unless told otherwise."""
+        """What the conversation was last run with (model, format, tools, workspace…), as the
+        log says: data, not authority, since a model that could write the log may have
+        written it (:mod:`fencecall.cli.chat_cmd` decides what ``--resume`` takes)."""
         self._valid_end = 0
         self.notes: list[str] = []
         """What was found wrong with the log on opening (shown to the user once)."""
         if self.path.exists():
             contents = read_log(self.path)
+            self.notes = contents.problems
             for record in contents.records:
                 self._replay(record)
-            self.notes = contents.problems
             self._valid_end = contents.valid_end
             torn = self.path.stat().st_size - contents.valid_end
             if torn:
@@ -181,7 +188,12 @@ class Conversation:
 
     def _replay(self, record: dict[str, Any]) -> None:
         if record.get("op") == "settings":
-            self.settings = dict(record.get("settings") or {})
+            settings = record.get("settings")
+            if isinstance(settings, dict):
+                self.settings = settings
+            else:
+                self.notes.append(f"a settings record of {self.path} is not a table and was "
+                                  "ignored")
         elif record.get("op") == "undo":
             del self.messages[-int(record["count"]):]
         elif record.get("op") == "message":

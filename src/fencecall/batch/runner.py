@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..agent import Agent, Conversation, Outcome
 from ..agent.stats import TOKEN_KINDS, collect
-from ..config import Config
+from ..config import Config, check_home_apart
 from ..errors import UserError
 from ..execution import Session, auto_no, auto_yes
 from ..message import Message
@@ -87,7 +87,11 @@ class BatchOptions:
     mcp_servers: tuple[McpServerConfig, ...] | None = None
     """The MCP servers whose tools tasks may use (None: the configuration's). Their tools are
     listed once for the batch; a task that calls one gets a connection of its own (for a
-    stdio server its own process, started in the task's workspace), closed with the task."""
+    stdio server its own process, started in a private folder), closed with the task."""
+
+    def __post_init__(self) -> None:
+        # task workspaces are made (and removed) below the folder: the logs must not be
+        check_home_apart(self.config.home, [("the batch folder", self.folder.resolve())])
 
 
 TASKS_PER_CLIENT = 8

@@ -15,6 +15,7 @@ from ..parsing import FORMATS, MARKDOWN
 
 COMMANDS = ("parse", "run", "chat", "list", "stats", "tools", "mcp", "batch")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
+"""Strictest first: ``--resume`` restores no policy looser than the one in force."""
 KEEP_WORKSPACES = ("all", "failed", "none")
 """``--keep-workspaces`` (:data:`fencecall.batch.runner.KeepPolicy`; named here so that
 ``--help`` imports nothing heavy)."""
@@ -145,7 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tool_options(serve, None)
     serve.add_argument("--http", metavar="HOST:PORT",
                        help="serve Streamable HTTP at http://HOST:PORT/mcp instead of stdio "
-                            "(a bare PORT binds 127.0.0.1)")
+                            "(a bare PORT binds 127.0.0.1; a non-loopback HOST needs "
+                            "--token-env)")
     serve.add_argument("--token-env", metavar="VAR",
                        help="require 'Authorization: Bearer <token>' over HTTP, the token "
                             "read from environment variable VAR")

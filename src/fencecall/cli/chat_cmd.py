@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from shlex import quote
+from typing import Any
 
 from rich.console import Console
 
@@ -18,8 +21,12 @@ from .. import telemetry
 from ..agent import Agent, Conversation, Outcome
 from ..agent.conversation import PRIVATE_FILE, private_folder
 from ..config import Config, ConfigError, Sampling, load_config
+from ..errors import UserError
+from ..parsing import FORMATS
 from ..providers import ProviderError, get_provider
 from ..providers.served import served_context_window
+from ..tools.registry import is_file_entry
+from .arguments import SANDBOX_POLICIES
 from .confirm import choose_confirm
 from .display import Display
 from .options import session_of
@@ -46,23 +53,104 @@ def list_conversations(args: argparse.Namespace) -> int:
 
 def _resumed(args: argparse.Namespace, config: Config) -> Conversation | None:
     """The conversation ``--resume`` names, its notes said once; its remembered settings fill
-    in every option the command line leaves out."""
+    in the options the command line leaves out, as far as :func:`_restore` allows."""
     if not args.resume:
         return None
     conversation = Conversation.open(config.home, args.resume)
-    for note in conversation.notes:
+    restored = _restore(conversation.settings, args, config)
+    for note in conversation.notes + restored.notes:
         print(f"fencecall: note: {visible(note)}", file=sys.stderr)
-    saved = conversation.settings
-    for option in ("model", "format", "tools", "sandbox", "network"):
-        if getattr(args, option) is None and saved.get(option) is not None:
-            setattr(args, option, saved[option])
-    if args.workspace is None and saved.get("workspace"):
-        args.workspace = Path(saved["workspace"])
-    if not args.root and saved.get("roots"):
-        args.root = [Path(root) for root in saved["roots"]]
-    if not args.mcp and saved.get("mcp"):
-        args.mcp = list(saved["mcp"])
+    said = f" with {', '.join(restored.applied)}" if restored.applied else ""
+    print(f"fencecall: resumed {conversation.name}{visible(said)}", file=sys.stderr)
+    if restored.refused:
+        print(f"fencecall: not restored from the log: {visible('; '.join(restored.refused))}",
+              file=sys.stderr)
     return conversation
+
+
+@dataclass
+class Restored:
+    """What a log's settings record gave the options (``model=...``), what it asked for but
+    did not get (with the flag that gives it), and what in it made no sense."""
+
+    applied: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _restore(saved: Mapping[str, Any], args: argparse.Namespace, config: Config) -> Restored:
+    """Fill the options the command line leaves out from a log's settings, except what would
+    let the model do more than this command line does: the model may have written the log.
+    So a sandbox looser than the configured one, the network, extra roots, MCP servers (whose
+    commands run at start) and tool files (whose code runs in this process) stay as the
+    command line says; a workspace is taken only inside the folder this command would use."""
+    restored = Restored()
+
+    def value(key: str, valid: Callable[[Any], bool], expected: str) -> Any:
+        """``saved[key]`` when it is valid; None, and a note, when it is there but not."""
+        found = saved.get(key)
+        if found is None or valid(found):
+            return found
+        restored.notes.append(f"the log's {key} ({repr(found)[:80]}) is not {expected}; "
+                              "ignored")
+        return None
+
+    if args.model is None and (model := value("model", _is_text, "text")):
+        args.model = model
+        restored.applied.append(f"model={model}")
+    if args.format is None and (fmt := value("format", lambda v: _is_text(v) and v in FORMATS,
+                                             f"one of {', '.join(FORMATS)}")):
+        args.format = fmt
+        restored.applied.append(f"format={fmt}")
+    if args.tools is None and (tools := value("tools", _is_text, "text")):
+        entries = [entry.strip() for entry in tools.split(",") if entry.strip()]
+        restored.refused += [f"tool file {entry} (pass --tools {quote(tools)} to load it)"
+                             for entry in entries if is_file_entry(entry)]
+        if names := ",".join(entry for entry in entries if not is_file_entry(entry)):
+            args.tools = names
+            restored.applied.append(f"tools={names}")
+    if args.sandbox is None and (policy := value(
+            "sandbox", lambda v: _is_text(v) and v in SANDBOX_POLICIES,
+            f"one of {', '.join(SANDBOX_POLICIES)}")):
+        if SANDBOX_POLICIES.index(policy) <= SANDBOX_POLICIES.index(config.sandbox):
+            args.sandbox = policy
+            restored.applied.append(f"sandbox={policy}")
+        else:
+            restored.refused.append(f"sandbox={policy} (pass --sandbox {policy} to use it)")
+    if args.network is None and value("network", lambda v: isinstance(v, bool),
+                                      "true or false") and not config.network:
+        restored.refused.append("network (pass --network to use it)")
+    if args.workspace is None and (folder := value("workspace", _is_text, "text")):
+        args.workspace = _workspace_within(Path(folder), args.resume)
+        restored.applied.append(f"workspace={args.workspace}")
+    if not args.root and (roots := value("roots", _is_texts, "a list of text")):
+        flags = " ".join(f"--root {quote(root)}" for root in roots)
+        restored.refused.append(f"roots {', '.join(roots)} (pass {flags} to use them)")
+    if not args.mcp and (servers := value("mcp", _is_texts, "a list of text")):
+        restored.refused += [f"mcp server {text.partition('=')[0]!r} (pass --mcp "
+                             f"{quote(text)} to use it)" for text in servers]
+    return restored
+
+
+def _workspace_within(recorded: Path, name: str) -> Path:
+    """The recorded workspace when it is the folder this command would work in, or inside
+    it: the model may write there, so the log may narrow it but never move or widen it.
+    Otherwise the user chooses, as silently working elsewhere would put the conversation's
+    work in a folder it never saw."""
+    here, there = Path.cwd().resolve(), recorded.resolve()
+    if there != here and here not in there.parents:
+        raise UserError(f"conversation {name!r} worked in {recorded}, but this command would "
+                        f"work in {here}: pass --workspace {quote(str(recorded))} to continue "
+                        f"there, or --workspace . to continue here")
+    return there
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) and value != "" and "\0" not in value
+
+
+def _is_texts(value: Any) -> bool:
+    return isinstance(value, list) and all(_is_text(item) for item in value)
 
 
 def build_agent(args: argparse.Namespace, config: Config, console: Console,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import Config
+from ..config import Config, check_home_apart
 from ..errors import UserError
 from ..execution import Session
 from ..parsing import FormatLike
@@ -52,14 +52,14 @@ def mcp_declarations_of(args: argparse.Namespace, config: Config) -> tuple[McpSe
     return tuple(declared.values())
 
 
-def mcp_servers_of(args: argparse.Namespace, config: Config, workspace: Path,
+def mcp_servers_of(args: argparse.Namespace, config: Config, roots: Sequence[Path],
                    secrets: Iterable[str]) -> McpServers:
     """The declared MCP servers (:func:`mcp_declarations_of`). Their processes get the
-    environment tools get."""
+    environment tools get, and nothing from ``roots`` (the folders the model may write)."""
     from ..tools.mcp.servers import McpServers
 
     env = tool_environment(os.environ, config.pass_env, secret_names=secrets)
-    return McpServers(mcp_declarations_of(args, config), env=env, cwd=workspace,
+    return McpServers(mcp_declarations_of(args, config), env=env, roots=roots,
                       cache_dir=config.home / "mcp-tools")
 
 
@@ -82,33 +82,40 @@ def toolchain_of(args: argparse.Namespace, workspace: Path, config: Config,
 @dataclass(frozen=True)
 class Setting:
     """Where a session runs and what it may not leak: the secrets (by variable name, their
-    values now gone from this process's environment block), the workspace and the sandbox."""
+    values now gone from this process's environment block), the workspace, the roots (the
+    workspace first) and the sandbox."""
 
     secrets: dict[str, str]
     workspace: Path
+    roots: tuple[Path, ...]
     sandbox: Sandbox
 
 
 def setting_of(args: argparse.Namespace, config: Config) -> Setting:
     """The secrets' values are taken out of this process's environment block first (they stay
-    in memory for the providers), so no tool can read them back through ``/proc``. Where the
-    sandbox cannot run, the fallback is said once on stderr."""
+    in memory for the providers), so no tool can read them back through ``/proc``. A
+    workspace or ``--root`` that holds fencecall's home, or lies in it, is refused (see
+    :func:`check_home_apart`). Where the sandbox cannot run, the fallback is said once on
+    stderr."""
     secrets = config.secret_values(os.environ)
     scrub_own_environ(secrets)
     workspace = workspace_of(args)
-    roots = (workspace, *(Path(r).expanduser().resolve() for r in args.root))
+    extra = tuple(Path(r).expanduser().resolve() for r in args.root)
+    check_home_apart(config.home, [("the workspace", workspace),
+                                   *(("the --root folder", root) for root in extra)])
+    roots = (workspace, *extra)
     sandbox, warning = choose_sandbox(args.sandbox or config.sandbox, roots,
                                       network=args.network or config.network)
     if warning:
         print(f"fencecall: warning: {warning}", file=sys.stderr)
-    return Setting(secrets, workspace, sandbox)
+    return Setting(secrets, workspace, roots, sandbox)
 
 
 def session_of(args: argparse.Namespace, config: Config, confirm: ConfirmFunc,
                fmt: FormatLike, tools: Sequence[str] | None = None) -> Session:
     """The session the options and the configuration describe (see :func:`setting_of`)."""
     setting = setting_of(args, config)
-    servers = mcp_servers_of(args, config, setting.workspace, setting.secrets)
+    servers = mcp_servers_of(args, config, setting.roots, setting.secrets)
     try:
         chain = toolchain_of(args, setting.workspace, config, servers, tools)
     except BaseException:

@@ -23,7 +23,8 @@ def run(args: argparse.Namespace) -> int:
     workspace = workspace_of(args)
     # piped output is for reading by programs and grep: one line per tool, never wrapped
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 10_000)
-    with mcp_servers_of(args, config, workspace, config.secret_values(os.environ)) as servers:
+    with mcp_servers_of(args, config, [workspace],
+                        config.secret_values(os.environ)) as servers:
         chain = toolchain_of(args, workspace, config, servers, config.tools)
         allowlist = allowlist_of(args, config.tools)
         table = Table("tool", "from", "hints", "loaded", box=None, pad_edge=False)

@@ -47,22 +47,21 @@ class McpServers:
     """The declared servers. ``env`` is the environment of stdio servers' processes (the
     allow-listed one tools get, to which each declaration adds its own ``env``); ``roots``
     are the folders a model can write (the workspace and the others), kept off their PATH
-    and never their folder (a session's own roots are added); ``cwd``, the workspace as older
-    callers pass it, counts as one. ``cache_dir`` holds tool listings. With ``hand_over``
+    and never their folder (a session's own roots are added). ``cache_dir`` holds tool
+    listings. With ``hand_over``
     (one session, in these roots), the connection that listed a server's tools serves the
     first session that calls one; without it (sessions in other workspaces, as in a batch)
     it is closed, and each session starts its own."""
 
     def __init__(self, configs: Iterable[McpServerConfig], *, env: Mapping[str, str],
-                 roots: Sequence[Path] = (), cwd: Path | None = None,
-                 cache_dir: Path | None = None, hand_over: bool = True):
+                 roots: Sequence[Path] = (), cache_dir: Path | None = None, hand_over: bool = True):
         self._states: dict[str, ServerState] = {}
         for config in configs:
             if config.name in self._states:
                 raise ValueError(f"two MCP servers are called {config.name!r}")
             self._states[config.name] = ServerState(config)
         self._env = dict(env)
-        self._roots = (*roots, *([cwd] if cwd is not None else []))
+        self._roots = tuple(roots)
         self._cache_dir = cache_dir
         self._spares: dict[str, McpConnection] = {}
         self._hand_over = hand_over
