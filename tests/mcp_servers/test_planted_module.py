@@ -130,6 +130,7 @@ def test_a_command_that_cannot_be_found_safely_says_why(workspace: Path) -> None
         assert found.tools(None) == []
     said = "\n".join(str(w.message) for w in caught)
     assert "'planted-server' is not on its PATH (/usr/bin)" in said
+    assert f"Its PATH leaves out {workspace}, inside a folder the model may write" in said
     assert "'./planted-server' is a relative path" in said
 
 

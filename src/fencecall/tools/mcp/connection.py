@@ -60,6 +60,8 @@ class McpConnection:
         """The stdio server's ``StdioServerParameters``, made by :meth:`start`."""
         self._folder: Path | None = None
         """Its private folder, removed when the connection ends."""
+        self._hidden: list[str] = []
+        """Folders of its PATH left out as inside a root (said when it fails)."""
         self._stderr = tempfile.TemporaryFile("w+b")  # noqa: SIM115 (closed in close())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._main: asyncio.Task[None] | None = None
@@ -174,6 +176,9 @@ class McpConnection:
     def _failure(self, what: str) -> str:
         tail = self.stderr_tail().strip()
         where = f"MCP server {self.config.name!r} ({self.config.describe()}) {what}."
+        if self._hidden:
+            where += (f"\nIts PATH leaves out {', '.join(self._hidden)}, inside a folder the "
+                      "model may write; to trust it, give the command as an absolute path")
         return f"{where}\nIts last stderr lines:\n{tail}" if tail else where
 
     # -- the event loop thread -------------------------------------------------------------
@@ -184,6 +189,9 @@ class McpConnection:
         from mcp import StdioServerParameters
 
         env = server_environment(self._env, self.config.env, self._roots)
+        given = {**self._env, **self.config.env}.get("PATH", os.environ.get("PATH", os.defpath))
+        self._hidden = [entry for entry in given.split(os.pathsep)
+                        if os.path.isabs(entry) and inside(Path(entry), self._roots)]
         cwd = Path(self.config.cwd).expanduser() if self.config.cwd else None
         program = find_program(command, env["PATH"], cwd)
         if cwd is None:
