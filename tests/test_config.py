@@ -45,6 +45,10 @@ def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
     ("network = 1\n", "network must be true or false"),
     ('sandbox = "jail"\n', "sandbox must be one of read-only, workspace-write, off"),
     ('pass_env = "PATH"\n', "pass_env must be a list"),
+    ("model = 5\n", "model must be a string"),
+    ('tools = "shell"\n', "tools must be a list of tool names"),
+    ('providers = "x"\n', r"providers must hold \[providers.NAME\] tables"),
+    ('[providers.x]\nkind = "openai"\nbase_url = 8080\n', "providers.x.base_url must be a"),
 ])
 def test_bad_config_is_a_clear_error(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -61,3 +65,33 @@ def test_missing_explicit_file_and_model_syntax(tmp_path: Path) -> None:
         get_provider("anthropic/claude", config, {})
     provider, _ = get_provider("openai/gpt-4o", config, {"OPENAI_API_KEY": "k"})
     assert provider.name == "openai"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("max_step = 5\n", "max_step: unknown setting; did you mean max_steps?"),
+    ("sandbx = 'off'\n", "sandbx: unknown setting; did you mean sandbox?"),
+    ("zzz = 1\n", "zzz: unknown setting; known: format, max_steps"),
+    ('[providers.x]\nkind = "openai"\nbase_ur = "http://h"\n',
+     "providers.x.base_ur: unknown setting; did you mean base_url?"),
+    ('[models."local/m"]\ntemprature = 0.1\n',
+     "models.local/m.temprature: unknown setting; did you mean temperature?"),
+    ("[mcp]\nserves = {}\n", "mcp.serves: unknown setting; did you mean servers?"),
+    ('[mcp.servers.t]\ncomand = "x"\n',
+     "mcp.servers.t.comand: unknown setting; did you mean command?"),
+])
+def test_a_typo_at_any_level_names_the_file_the_key_and_the_nearest(
+        tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(env_for(tmp_path, text))
+    said = str(caught.value)
+    assert said.startswith(f"{tmp_path / 'config.toml'}: "), said
+    assert message in said, said
+
+
+def test_every_documented_setting_is_known(tmp_path: Path) -> None:
+    """The config module's own example (its docstring) loads: no documented key is refused."""
+    import fencecall.config as module
+
+    example = (module.__doc__ or "").split("\n\n", 2)[2]
+    config = load_config(env_for(tmp_path, example, DOCS_TOKEN="t"))
+    assert config.max_steps == 30 and config.models["local/smollm2"].context_window == 2048

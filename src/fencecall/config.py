@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from .errors import UserError
+from .errors import UserError, unknown_settings
 from .parsing import MARKDOWN, CallFormat, get_format
 from .tools.mcp import DeclarationError, McpServerConfig, from_table
 from .tools.runtime.sandbox import SandboxPolicy
@@ -201,19 +201,42 @@ def _read_file(path: Path, explicit: bool) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {err}") from err
 
 
+TOP_LEVEL = frozenset({
+    "model", "format", "tools", "max_steps", "max_tokens", "timeout", "retries", "sandbox",
+    "network", "pass_env", "secrets", "telemetry", "telemetry_content", "tool_packages",
+    "near_misses", "models", "providers", "mcp"})
+"""The keys the file's top level may hold; any other is an error, never silently ignored."""
+PROVIDER_KEYS = frozenset({"kind", "base_url", "api_key_env"})
+MODEL_KEYS = frozenset({"temperature", "top_p", "stop", "max_tokens", "context_window",
+                        "prompt"})
+
+
 def load_config(env: Mapping[str, str] | None = None) -> Config:
     """The effective configuration: built-in defaults, then the file, then the environment."""
     env = os.environ if env is None else env
     path = config_path(env)
     data = _read_file(path, "FENCECALL_CONFIG" in env)
+    _known_keys(data, TOP_LEVEL, "", path)
+    if "model" in data and not (isinstance(data["model"], str) and data["model"]):
+        raise ConfigError(f'{path}: model must be a string such as "openai/gpt-4o"')
+    if "tools" in data and not (isinstance(data["tools"], list)
+                                and all(isinstance(t, str) for t in data["tools"])):
+        raise ConfigError(f"{path}: tools must be a list of tool names")
     providers = _builtin_providers(env)
-    for name, table in (data.get("providers") or {}).items():
+    tables = data.get("providers", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{path}: providers must hold [providers.NAME] tables")
+    for name, table in tables.items():
         if not isinstance(table, dict) or table.get("kind") not in PROVIDER_KINDS:
             kinds = " or ".join(map(repr, PROVIDER_KINDS))
             raise ConfigError(f"{path}: providers.{name}.kind must be {kinds}")
         if "api_key" in table:
             raise ConfigError(f"{path}: providers.{name}.api_key: keep keys out of files; "
                               "set api_key_env to the name of an environment variable")
+        _known_keys(table, PROVIDER_KEYS, f"providers.{name}", path)
+        for key in ("base_url", "api_key_env"):
+            if key in table and not (isinstance(table[key], str) and table[key]):
+                raise ConfigError(f"{path}: providers.{name}.{key} must be a string")
         providers[name] = ProviderConfig(table["kind"], table.get("base_url"),
                                          table.get("api_key_env"))
     try:
@@ -266,16 +289,12 @@ def _models(data: Mapping[str, Any], path: Path) -> dict[str, ModelSettings]:
     tables = data.get("models", {})
     if not isinstance(tables, dict):
         raise ConfigError(f'{path}: models must hold [models."provider/name"] tables')
-    known = {"temperature", "top_p", "stop", "max_tokens", "context_window", "prompt"}
     found = {}
     for name, table in tables.items():
         where = f"models.{name}"
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: {where} must be a table")
-        unknown = sorted(set(table) - known)
-        if unknown:
-            raise ConfigError(f"{path}: {where}: unknown key(s) {', '.join(unknown)}; known: "
-                              f"{', '.join(sorted(known))}")
+        _known_keys(table, MODEL_KEYS, where, path)
         number = {key: _number(table, key, 0, path, minimum=0, whole=False)
                   for key in ("temperature", "top_p") if key in table}
         whole = {key: int(_number(table, key, 1, path, minimum=1))
@@ -296,8 +315,9 @@ def _mcp_servers(data: Mapping[str, Any], path: Path,
                  env: Mapping[str, str]) -> tuple[McpServerConfig, ...]:
     section = data.get("mcp", {})
     servers = section.get("servers", {}) if isinstance(section, dict) else None
-    if not isinstance(servers, dict) or set(section) - {"servers"}:
+    if not isinstance(servers, dict):
         raise ConfigError(f"{path}: mcp must hold only [mcp.servers.NAME] tables")
+    _known_keys(section, {"servers"}, "mcp", path)
     found = []
     for name, table in servers.items():
         if not isinstance(table, dict):
@@ -307,6 +327,12 @@ def _mcp_servers(data: Mapping[str, Any], path: Path,
         except DeclarationError as err:
             raise ConfigError(f"{path}: {err}") from None
     return tuple(found)
+
+
+def _known_keys(table: Mapping[str, Any], known: Iterable[str], where: str, path: Path) -> None:
+    problem = unknown_settings(table, known, where)
+    if problem is not None:
+        raise ConfigError(f"{path}: {problem}")
 
 
 def _number(data: Mapping[str, Any], key: str, default: float, path: Path, *, minimum: float,

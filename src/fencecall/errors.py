@@ -23,9 +23,29 @@ reported the same way with its type, so a tool can never take the agent loop dow
 """
 
 
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
 class UserError(Exception):
     """Something the user asked for cannot be done as asked; the message says why."""
 
 
 class ToolError(Exception):
     """A tool call failed; the message is what the model is told."""
+
+
+def unknown_settings(given: Iterable[str], known: Iterable[str], where: str = "") -> str | None:
+    """What is wrong with ``given`` keys of a table where only ``known`` ones mean something:
+    ``"max_step: unknown setting; did you mean max_steps?"`` (prefixed by ``where.``), for the
+    first unknown key; None when every key is known. A typo must not pass for a default."""
+    choices = sorted(known)
+    unknown = sorted(set(given) - set(choices))
+    if not unknown:
+        return None
+    key = unknown[0]
+    close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(choices)}"
+    return f"{where + '.' if where else ''}{key}: unknown setting; {hint}"

@@ -40,7 +40,9 @@ def test_tasks_are_read_with_their_settings(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("line", "says"), [
     ('{"id": "a"}', "prompt must be"),
     ('{"prompt": "p"}', "id must be"),
-    ('{"id": "a", "prompt": "p", "promt": 1}', "unknown key(s) promt"),
+    ('{"id": "a", "prompt": "p", "promt": 1}', "promt: unknown setting; did you mean prompt?"),
+    ('{"id": "a", "prompt": "p", "workspace": {"fils": {}}}',
+     "workspace.fils: unknown setting; did you mean files?"),
     ('{"id": "a", "prompt": "p", "timeout": -1}', "timeout must be"),
     ('{"id": "a", "prompt": "p", "max_steps": 1.5}', "max_steps must be"),
     ('{"id": "a", "prompt": "p", "format": "yaml"}', "format must be"),

@@ -83,12 +83,13 @@ def test_config_declares_servers_and_their_secrets(tmp_path: Path) -> None:
     ('[mcp.servers.x]\nargs = ["a"]\n', "give either command or url"),
     ('[mcp.servers.x]\ncommand = "a"\nurl = "http://h"\n', "give either command or url"),
     ('[mcp.servers.x]\nurl = "ftp://h"\n', "must start with http"),
-    ('[mcp.servers.x]\ncommand = "a"\ncomand = "b"\n', "unknown key(s) comand"),
+    ('[mcp.servers.x]\ncommand = "a"\ncomand = "b"\n', "mcp.servers.x.comand: unknown setting; did you mean command"),
     ('[mcp.servers.x]\ncommand = "a"\nenv = { T = "${UNSET_VAR}" }\n', "${UNSET_VAR} is not set"),
     ('[mcp.servers.x]\ncommand = "a"\nconfirm = "sometimes"\n', "confirm must be one of"),
     ('[mcp.servers.x]\ncommand = "a"\ncall_timeout = 0\n', "call_timeout must be above 0"),
     ('[mcp.servers."bad name"]\ncommand = "a"\n', "use letters, digits"),
-    ('[mcp]\nserver = 1\n', "only [mcp.servers.NAME] tables"),
+    ('[mcp]\nserver = 1\n', "mcp.server: unknown setting; did you mean servers"),
+    ('[mcp]\nservers = 1\n', "only [mcp.servers.NAME] tables"),
 ])
 def test_config_errors_name_the_key(tmp_path: Path, table: str, message: str) -> None:
     path = tmp_path / "config.toml"

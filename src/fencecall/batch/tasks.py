@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import UserError
+from ..errors import UserError, unknown_settings
 from ..parsing import FORMATS
 
 KNOWN_KEYS = frozenset({"id", "prompt", "workspace", "model", "tools", "format", "max_steps",
@@ -223,7 +223,6 @@ def check_unique(tasks: Iterable[Task]) -> list[Task]:
 
 
 def _only_known(data: Mapping[str, Any], known: frozenset[str] | set[str], where: str) -> None:
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise TaskError(f"{where}unknown key(s) {', '.join(unknown)}; known: "
-                        f"{', '.join(sorted(known))}")
+    problem = unknown_settings(data, known, where.rstrip(": "))
+    if problem is not None:
+        raise TaskError(problem)

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ...errors import unknown_settings
+
 ConfirmPolicy = Literal["hints", "always", "never"]
 CONFIRM_POLICIES: tuple[ConfirmPolicy, ...] = ("hints", "always", "never")
 SERVER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -103,10 +105,9 @@ def from_table(name: str, table: Mapping[str, Any], environ: Mapping[str, str]) 
     where = f"mcp.servers.{name}"
     known = {"command", "args", "env", "cwd", "url", "headers", "eager", "start_timeout",
              "call_timeout", "confirm"}
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise DeclarationError(f"{where}: unknown key(s) {', '.join(unknown)}; "
-                               f"known: {', '.join(sorted(known))}")
+    problem = unknown_settings(table, known, where)
+    if problem is not None:
+        raise DeclarationError(problem)
     secret_names: set[str] = set()
     mappings: dict[str, dict[str, str]] = {}
     for key in ("env", "headers"):
