@@ -1,4 +1,5 @@
-"""The agent: conversations on disk and the loop that drives a model with tools."""
+"""The agent: conversations (on disk or in memory) and the loop that drives a model with
+tools."""
 
 from .context import ContextOverflow
 from .conversation import Conversation, ConversationError, ConversationInfo
@@ -9,6 +10,7 @@ from .loop import (
     ReplyDone,
     ReplyText,
     Retrying,
+    RunResult,
     StepLimit,
     ToolResult,
 )
@@ -28,6 +30,7 @@ __all__ = [
     "ReplyDone",
     "ReplyText",
     "Retrying",
+    "RunResult",
     "StepLimit",
     "ToolResult",
     "near_misses",

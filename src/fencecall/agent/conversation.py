@@ -1,8 +1,9 @@
-"""Conversations on disk: one folder each, holding an append-only JSONL log.
+"""Conversations on disk (one folder each, holding an append-only JSONL log) or in memory.
 
 Every change is one line appended with a single ``write`` on an ``O_APPEND`` descriptor, then
 fsynced, so a kill at any moment loses at most the line being written; a torn last line is
-ignored on load. Undo is appended too (``{"op": "undo"}``), never a rewrite.
+ignored on load. Undo is appended too (``{"op": "undo"}``), never a rewrite. A conversation
+made without a folder (``Conversation()``) keeps the same state in memory alone.
 """
 
 from __future__ import annotations
@@ -85,12 +86,13 @@ class ConversationInfo:
 
 
 class Conversation:
-    """A named conversation; :attr:`messages` is the current state after undos."""
+    """A named conversation; :attr:`messages` is the current state after undos. Without a
+    ``folder`` it lives in memory only (``path`` is None)."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path | None = None, name: str = "in-memory"):
         self.folder = folder
-        self.name = folder.name
-        self.path = folder / LOG_NAME
+        self.name = folder.name if folder is not None else name
+        self.path = folder / LOG_NAME if folder is not None else None
         self.messages: list[Message] = []
         self.settings: dict[str, Any] = {}
         """What the conversation was last run with (model, format, tools, workspace…), as the
@@ -99,7 +101,7 @@ class Conversation:
         self._valid_end = 0
         self.notes: list[str] = []
         """What was found wrong with the log on opening (shown to the user once)."""
-        if self.path.exists():
+        if self.path is not None and self.path.exists():
             contents = read_log(self.path)
             self.notes = contents.problems
             for record in contents.records:
@@ -168,6 +170,8 @@ class Conversation:
         return removed
 
     def _write(self, record: dict[str, Any]) -> None:
+        if self.folder is None or self.path is None:  # in memory: the state is all there is
+            return
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
         if self._fd is None:
             private_folder(self.folder)
@@ -204,7 +208,8 @@ class Conversation:
         so the next append starts a line of its own instead of gluing onto the fragment.
         (Done before the first write, not on opening: listing conversations changes none.)"""
         valid_end = self._valid_end
-        if not self.path.exists() or self.path.stat().st_size == valid_end:
+        if self.path is None or self.folder is None or not self.path.exists() \
+                or self.path.stat().st_size == valid_end:
             return
         fragment = self.path.read_bytes()[valid_end:]
         side = self.folder / f"{LOG_NAME}.torn-{datetime.now(UTC):%Y%m%d-%H%M%S-%f}"

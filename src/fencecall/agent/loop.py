@@ -98,6 +98,21 @@ class Outcome(Enum):
     """The user stopped a reply or a call (Ctrl-C)."""
 
 
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What :meth:`Agent.run` gives back: how the run ended, the model's last words, and the
+    messages the run added to the conversation (the prompt first)."""
+
+    outcome: Outcome
+    answer: str
+    messages: tuple[Message, ...]
+
+    @property
+    def done(self) -> bool:
+        """The model answered (rather than being stopped by a limit, itself, or the user)."""
+        return self.outcome is Outcome.DONE
+
+
 @dataclass(slots=True)
 class _Reply:
     message: Message
@@ -111,7 +126,8 @@ class _Reply:
 
 
 class Agent:
-    """Runs a conversation against a model with the tools of a session.
+    """Runs a conversation (in memory unless one is given) against a model with the tools of
+    a session.
 
     ``retries`` is how often a broken reply stream is asked for again (waiting ``backoff``
     seconds, doubled each time); ``max_tokens`` the output limit asked of the model.
@@ -121,7 +137,8 @@ class Agent:
     """
 
     def __init__(self, provider: Provider, model: str, session: Session,
-                 conversation: Conversation, *, max_steps: int = 30, max_tokens: int = 4096,
+                 conversation: Conversation | None = None, *, max_steps: int = 30,
+                 max_tokens: int = 4096,
                  retries: int = 2, backoff: float = 1.0, on_event: EventSink | None = None,
                  sleep: Callable[[float], None] = time.sleep, feedback_limit: int = 3,
                  sampling: Sampling | None = None, compact: bool = False,
@@ -129,8 +146,7 @@ class Agent:
         self.provider = provider
         self.model = model
         self.session = session
-        self.conversation = conversation
-        session.conversation = conversation.messages
+        self.conversation = conversation if conversation is not None else Conversation()
         self.max_steps = max_steps
         self.max_tokens = max_tokens
         self.retries = retries
@@ -141,6 +157,14 @@ class Agent:
         self.sampling = sampling or Sampling()
         self.context_window = context_window
         self._system = system_prompt(session, compact=compact)
+
+    def run(self, prompt: str) -> RunResult:
+        """:meth:`send` ``prompt``, and what came of it."""
+        first = len(self.conversation.messages)
+        outcome = self.send(prompt)
+        added = tuple(self.conversation.messages[first:])
+        answer = next((m.content for m in reversed(added) if m.role == "assistant"), "")
+        return RunResult(outcome, answer, added)
 
     def send(self, prompt: str) -> Outcome:
         """Add a user message and work until the model answers without a call."""
@@ -162,7 +186,9 @@ class Agent:
                 return Outcome.INTERRUPTED
             interrupted = told = False
             calls = reply.calls + reply.native
-            for result in self.session.execute_calls(reply.message, calls, reply.diagnostics):
+            history = tuple(self.conversation.messages)
+            for result in self.session.execute_calls(reply.message, calls, reply.diagnostics,
+                                                     history):
                 self._record(result)
                 interrupted = interrupted or result.status is Status.INTERRUPTED
                 told = told or "diagnostic" in result.metadata

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -49,10 +49,6 @@ class Runner(ToolContext, Protocol):
         """``text`` with every known secret value replaced."""
         ...
 
-    def history(self) -> tuple[Message, ...]:
-        """The conversation so far, for hooks to read."""
-        ...
-
 
 @dataclass(frozen=True, slots=True)
 class ToolUse:
@@ -82,19 +78,22 @@ def resolve(call: ToolCall, toolchain: Toolchain) -> ToolUse | None:
 
 
 def execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
-                  diagnostics: Iterable[Diagnostic] = ()) -> Iterator[Message]:
+                  diagnostics: Iterable[Diagnostic] = (),
+                  history: Sequence[Message] = ()) -> Iterator[Message]:
     """Run ``calls``, which ``message`` made, through hooks and confirmation, in order.
 
     ``diagnostics`` (what the parser found meant as a call but unable to run) are said to the
-    model in their place among the results. Every message that comes out, hook notes
-    included, has known secrets redacted before anyone shows, logs or sends it.
+    model in their place among the results. ``history`` is the conversation so far, handed to
+    pre-execute hooks (empty for a reply run on its own). Every message that comes out, hook
+    notes included, has known secrets redacted before anyone shows, logs or sends it.
     """
-    for result in _execute_calls(session, message, calls, diagnostics):
+    for result in _execute_calls(session, message, calls, diagnostics, tuple(history)):
         yield replace(result, content=session.redact(result.content))
 
 
 def _execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
-                   diagnostics: Iterable[Diagnostic]) -> Iterator[Message]:
+                   diagnostics: Iterable[Diagnostic],
+                   history: tuple[Message, ...]) -> Iterator[Message]:
     uses = [use for call in calls if (use := resolve(call, session.toolchain)) is not None]
     notes = [_diagnostic_message(d) for d in diagnostics if _concerns_a_tool(d, session)]
     pre = session.hooks.run(MESSAGE_PRE_PROCESS, MessagePreProcess(session, message))
@@ -111,7 +110,7 @@ def _execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
             results.append(notes.pop(0)[1])
             yield results[-1]
         interrupted = False
-        for result in _execute(session, use):
+        for result in _execute(session, use, history):
             results.append(result)
             interrupted = interrupted or result.status is Status.INTERRUPTED
             yield result
@@ -153,7 +152,7 @@ def _answer_each(uses: list[ToolUse], text: str, status: Status) -> list[Message
     return [_with_record(answer, call_record(answer, 0.0)) for answer in answers]
 
 
-def _execute(session: Runner, use: ToolUse) -> Iterator[Message]:
+def _execute(session: Runner, use: ToolUse, history: tuple[Message, ...]) -> Iterator[Message]:
     """Run one call; its results are tagged with its call id and tool, and its last result
     carries the call's record: how long it took, how it ended and, if it failed, why
     (each message is held back until the next, so the last can be known)."""
@@ -168,7 +167,7 @@ def _execute(session: Runner, use: ToolUse) -> Iterator[Message]:
     failure: Message | None = None
     record: dict[str, object] = {"outcome": "interrupted", "error_type": "GeneratorExit"}
     try:
-        for message in _results(session, use):
+        for message in _results(session, use, history):
             if held is not None:
                 yield held
             held = message.tagged(use.call.call_id, use.tool)
@@ -207,7 +206,7 @@ def call_record(result: Message, duration: float) -> dict[str, object]:
     return record
 
 
-def _results(session: Runner, use: ToolUse) -> Iterator[Message]:
+def _results(session: Runner, use: ToolUse, history: tuple[Message, ...]) -> Iterator[Message]:
     spec = use.spec
     if spec is None:
         known = ", ".join(session.toolchain.names()) or "none"
@@ -227,7 +226,7 @@ def _results(session: Runner, use: ToolUse) -> Iterator[Message]:
     started = time.monotonic()
     error: BaseException | None = None
     try:
-        for message in _run(invocation, session.history()):
+        for message in _run(invocation, history):
             results.append(message)
             yield message
     except KeyboardInterrupt as err:

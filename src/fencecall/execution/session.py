@@ -79,8 +79,6 @@ class Session:
             # One /tmp per conversation, shared by its shell and python, as it is unsandboxed.
             self._tmp = make_scratch("tmp")
             self._sandbox = replace(self._sandbox, tmp=self._tmp)
-        self.conversation: Sequence[Message] | None = None
-        """Set by the agent: the messages pre-execute hooks may read."""
         self._pass_env = tuple(pass_env)
         self._secrets = dict(secrets or {})
         self.redact = Redactor(self._secrets)
@@ -122,11 +120,6 @@ class Session:
     def functions(self) -> Mapping[str, Callable[..., Any]]:
         return self.toolchain.functions()
 
-    def history(self) -> tuple[Message, ...]:
-        """The conversation so far, as the agent that owns this session keeps it (empty for
-        replies run on their own); pre-execute hooks get it."""
-        return tuple(self.conversation) if self.conversation is not None else ()
-
     def resource(self, key: str, factory: Callable[[], R]) -> R:
         """The session's resource ``key``, created by ``factory`` on first use."""
         with self._lock:
@@ -147,10 +140,11 @@ class Session:
         yield from execute_calls(self, message, parsed.calls, parsed.diagnostics)
 
     def execute_calls(self, message: Message, calls: Iterable[ToolCall],
-                      diagnostics: Iterable[Diagnostic] = ()) -> Iterator[Message]:
+                      diagnostics: Iterable[Diagnostic] = (),
+                      history: Sequence[Message] = ()) -> Iterator[Message]:
         """Run calls already parsed from ``message`` (streamed or native ones), and tell the
-        model of the ``diagnostics``."""
-        yield from execute_calls(self, message, calls, diagnostics)
+        model of the ``diagnostics``; ``history`` is the conversation so far, for hooks."""
+        yield from execute_calls(self, message, calls, diagnostics, history)
 
     def run_command(self, line: str) -> str | None:
         """Run a tool's slash command (``/name args``); None if no tool has it."""
