@@ -38,6 +38,7 @@ from .conversation import Conversation
 from .near_miss import feedback, near_misses
 from .prompt import system_prompt
 from .repetition import RepetitionGuard
+from .settings import RunSettings
 
 UNFINISHED = ("No result was recorded for this call: fencecall stopped while it was running "
               "(or before it started). It may have run in part; check before repeating it.")
@@ -157,6 +158,18 @@ class Agent:
         self.sampling = sampling or Sampling()
         self.context_window = context_window
         self._system = system_prompt(session, compact=compact)
+
+    @classmethod
+    def configured(cls, settings: RunSettings, provider: Provider, session: Session,
+                   conversation: Conversation | None = None, *,
+                   on_event: EventSink | None = None,
+                   sleep: Callable[[float], None] = time.sleep) -> Agent:
+        """An agent for a run whose settings :func:`~fencecall.agent.settings.resolve` made."""
+        return cls(provider, settings.model.partition("/")[2], session, conversation,
+                   max_steps=settings.max_steps, max_tokens=settings.max_tokens,
+                   retries=settings.retries, on_event=on_event, sleep=sleep,
+                   feedback_limit=settings.feedback_limit, sampling=settings.sampling,
+                   compact=settings.compact, context_window=settings.context_window)
 
     def run(self, prompt: str) -> RunResult:
         """:meth:`send` ``prompt``, and what came of it."""

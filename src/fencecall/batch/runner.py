@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..agent import Agent, Conversation, Outcome
+from ..agent.settings import Overrides, resolve
 from ..agent.stats import TOKEN_KINDS, collect
 from ..config import Config, check_home_apart
 from ..errors import UserError
@@ -313,7 +314,7 @@ class Runner:
             if not model:
                 raise SetupError("no model: give the task a model, pass --model, or set one "
                                  "in the configuration")
-            provider, model_name = self._provider(model, task)
+            provider, _ = self._provider(model, task)
             hooks = HookRegistry()
             hooks.add(TOOL_PRE_EXECUTE, _blocked_when(stop), priority=1_000_000,
                       name="batch-stop")
@@ -328,7 +329,7 @@ class Runner:
                                    "tools": list(session.toolchain.names()),
                                    "workspace": str(workspace), "sandbox": str(self.policy),
                                    "batch_task": task.id})
-            status = STATUS_OF[self._agent(provider, model_name, model, session, conversation,
+            status = STATUS_OF[self._agent(provider, model, session, conversation,
                                            task, stop).send(task.prompt)]
         except Stopped:
             pass
@@ -361,18 +362,14 @@ class Runner:
                        log=conversation.path if conversation is not None else None,
                        workspace=workspace if workspace.is_dir() else None)
 
-    def _agent(self, provider: Provider, model_name: str, model: str, session: Session,
+    def _agent(self, provider: Provider, model: str, session: Session,
                conversation: Conversation, task: Task, stop: Stop) -> Agent:
-        config, options = self.options.config, self.options
-        settings = config.model_settings(model)
-        window = settings.context_window
-        max_tokens = options.max_tokens or settings.max_tokens or (
-            min(config.max_tokens, window // 4) if window else config.max_tokens)
-        return Agent(_StoppableProvider(provider, stop), model_name, session, conversation,
-                     max_steps=task.max_steps or options.max_steps or config.max_steps,
-                     max_tokens=max_tokens, retries=self.retries, sleep=stop.sleep,
-                     feedback_limit=config.near_misses, sampling=settings.sampling,
-                     compact=settings.prompt_mode() == "compact", context_window=window)
+        options = self.options
+        settings = resolve(options.config, model, Overrides(max_steps=task.max_steps),
+                           Overrides(max_steps=options.max_steps, max_tokens=options.max_tokens,
+                                     retries=self.retries))
+        return Agent.configured(settings, _StoppableProvider(provider, stop), session,
+                                conversation, sleep=stop.sleep)
 
 
 def _removes(policy: KeepPolicy, status: str) -> bool:

@@ -10,7 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from shlex import quote
 from typing import Any
@@ -20,11 +20,11 @@ from rich.console import Console
 from .. import telemetry
 from ..agent import Agent, Conversation, Outcome
 from ..agent.conversation import PRIVATE_FILE, private_folder
-from ..config import Config, ConfigError, Sampling, load_config
+from ..agent.settings import Overrides, resolve
+from ..config import Config, ConfigError, load_config
 from ..errors import UserError
 from ..parsing import FORMATS
 from ..providers import ProviderError, get_provider
-from ..providers.served import served_context_window
 from ..tools.registry import is_file_entry
 from .arguments import SANDBOX_POLICIES
 from .confirm import choose_confirm
@@ -161,8 +161,7 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
         raise ConfigError("no model configured: pass --model provider/name or set "
                           "FENCECALL_MODEL (e.g. openai/gpt-4o, local/qwen2.5)")
     retries = config.retries if args.retries is None else args.retries
-    provider, model = get_provider(chosen, config, timeout=args.timeout,
-                                   retries=retries)
+    provider, _ = get_provider(chosen, config, timeout=args.timeout, retries=retries)
     session = session_of(args, config, choose_confirm(console, yes=args.yes),
                          args.format or config.format, config.tools)
     conversation = resumed or Conversation.create(config.home, args.name)
@@ -171,22 +170,12 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
         "workspace": str(session.workspace), "roots": [str(r) for r in session.roots[1:]],
         "sandbox": str(args.sandbox or config.sandbox), "mcp": list(args.mcp),
         "network": bool(args.network or config.network)})
-    settings = config.model_settings(chosen)
-    sampling = Sampling(
-        args.temperature if args.temperature is not None else settings.sampling.temperature,
-        args.top_p if args.top_p is not None else settings.sampling.top_p,
-        tuple(args.stop) if args.stop else settings.sampling.stop)
-    window = args.context_window or settings.context_window
-    served = config.providers.get(chosen.partition("/")[0])
-    if window is None and served is not None and served.kind == "openai" and served.base_url:
-        window = served_context_window(served.base_url, model)  # a self-hosted server
-    mode = args.prompt_mode or replace(settings, context_window=window).prompt_mode()
-    max_tokens = args.max_tokens or settings.max_tokens or (
-        min(config.max_tokens, window // 4) if window else config.max_tokens)
-    return Agent(provider, model, session, conversation,
-                 max_steps=args.max_steps or config.max_steps, max_tokens=max_tokens,
-                 retries=retries, on_event=display, feedback_limit=config.near_misses,
-                 sampling=sampling, compact=mode == "compact", context_window=window)
+    flags = Overrides(max_steps=args.max_steps, max_tokens=args.max_tokens,
+                      retries=args.retries, temperature=args.temperature, top_p=args.top_p,
+                      stop=tuple(args.stop or ()), context_window=args.context_window,
+                      prompt=args.prompt_mode)
+    return Agent.configured(resolve(config, chosen, flags, ask_server=True), provider,
+                            session, conversation, on_event=display)
 
 
 def run(args: argparse.Namespace) -> int:
