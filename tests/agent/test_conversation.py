@@ -28,29 +28,34 @@ def test_append_replay_and_undo(tmp_path: Path) -> None:
     assert [(m.content, m.call_id) for m in reloaded.messages] == [
         ("m0", "id0"), ("m1", "id1"), ("after undo", None)]
     assert reloaded.messages[1].metadata == {"n": 1}
-    ops = [json.loads(line)["op"] for line in reloaded.path.read_text().splitlines()]
+    ops = [json.loads(line)["op"] for line in log_of(reloaded).read_text().splitlines()]
     assert ops == ["message"] * 4 + ["undo", "message"]  # nothing was rewritten
+
+
+def log_of(conversation: Conversation) -> Path:
+    assert conversation.path is not None, "an on-disk conversation"
+    return conversation.path
 
 
 def test_torn_last_line_is_ignored(tmp_path: Path) -> None:
     conversation = Conversation.create(tmp_path, "torn")
     conversation.append(Message("user", "kept"))
     conversation.close()
-    with conversation.path.open("a") as handle:
+    with log_of(conversation).open("a") as handle:
         handle.write('{"op": "message", "role": "assistant", "content": "half')
     listed = Conversation.list_all(tmp_path)
     assert listed[0].messages == 1
     reopened = Conversation.open(tmp_path, "torn")
     assert [m.content for m in reopened.messages] == ["kept"]
     assert len(reopened.notes) == 1 and "was torn (a crash mid-write)" in reopened.notes[0]
-    assert b"half" in reopened.path.read_bytes()  # opening and listing change nothing
+    assert b"half" in log_of(reopened).read_bytes()  # opening and listing change nothing
     reopened.append(Message("user", "after the crash"))
     reopened.append(Message("user", "and more"))
     reopened.close()
     again = Conversation.open(tmp_path, "torn")
     assert [m.content for m in again.messages] == ["kept", "after the crash", "and more"]
     assert again.notes == []
-    [side] = list(again.folder.glob("conversation.jsonl.torn-*"))
+    [side] = list(log_of(again).parent.glob("conversation.jsonl.torn-*"))
     assert side.read_bytes() == b'{"op": "message", "role": "assistant", "content": "half'
 
 
@@ -59,7 +64,7 @@ def test_an_unreadable_line_is_said_not_warned(tmp_path: Path,
     conversation = Conversation.create(tmp_path, "bad")
     conversation.append(Message("user", "one"))
     conversation.close()
-    with conversation.path.open("a") as handle:
+    with log_of(conversation).open("a") as handle:
         handle.write("not json at all\n")
     reopened = Conversation.open(tmp_path, "bad")
     assert [m.content for m in reopened.messages] == ["one"]
@@ -115,7 +120,29 @@ def test_conversations_are_private_whatever_the_umask(tmp_path: Path) -> None:
         reopened.close()
     finally:
         os.umask(old)
-    for folder in (tmp_path / "conversations", conversation.folder, legacy):
+    for folder in (tmp_path / "conversations", log_of(conversation).parent, legacy):
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
-    for log in (conversation.path, reopened.path):
+    for log in (log_of(conversation), log_of(reopened)):
         assert stat.S_IMODE(log.stat().st_mode) == 0o600, log
+
+
+def test_records_this_code_could_not_have_written_are_skipped_with_a_note(
+        tmp_path: Path) -> None:
+    """A log is data: a hand-edited (or model-edited) record never crashes the load."""
+    import json
+
+    from fencecall.agent import Conversation
+
+    good = {"op": "message", "role": "user", "content": "hi", "time": "2026-01-01T00:00:00"}
+    bad = [{"op": "message", "role": "user", "content": "no time"},
+           {**good, "role": "root"}, {**good, "content": 5}, {**good, "metadata": [1, 2]},
+           {**good, "metadata": {"tool_calls": [{"id": 1}]}}, {**good, "call_id": 7},
+           {**good, "time": "yesterday"}, {"op": "undo", "count": "x"},
+           {"op": "undo", "count": -1}, {"op": "undo", "count": True}]
+    folder = Conversation.logs_dir(tmp_path) / "edited"
+    folder.mkdir(parents=True)
+    (folder / "conversation.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in [good, *bad, good]))
+    conversation = Conversation.open(tmp_path, "edited")
+    assert [m.content for m in conversation.messages] == ["hi", "hi"]
+    assert len(conversation.notes) == len(bad)

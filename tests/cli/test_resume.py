@@ -58,5 +58,6 @@ def test_calls_left_running_are_answered_on_resume(tmp_path: Path) -> None:
     tool_messages = [m for m in server.requests[0].body["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == ["c1", "c2"]
     assert "fencecall stopped while it was running" in tool_messages[1]["content"]
+    assert conversation.path is not None
     log = [json.loads(line) for line in conversation.path.read_text().splitlines()]
     assert log[-2]["call_id"] == "c2" and log[-2]["metadata"]["status"] == "interrupted"

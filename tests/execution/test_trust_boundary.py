@@ -217,3 +217,28 @@ def test_programs_under_a_masked_tmp_stay_runnable(workspace: Path, tmp_path: Pa
         sandbox_module._runtime_paths.cache_clear()
     assert "hello from the venv" in result.content
     assert not (bin_dir / "x").exists()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("nested", ["workspace inside a root", "root inside the workspace"])
+def test_a_nested_root_swapped_for_a_link_never_binds_the_outside(nested: str, tmp_path: Path,
+                                                                 outside: Path) -> None:
+    """A root inside another writable root has a path the model can change: it moves a
+    folder on it aside, puts a link in its place and restarts the shell. The sandbox binds
+    only outermost roots, at the real paths they had, so the link leads nowhere."""
+    (outside / "victim.txt").write_text("original\n")
+    if nested == "workspace inside a root":
+        outer = tmp_path / "project"
+        workspace, extra = outer / "x" / "ws", outer
+        swap = f"cd {outer} && mv x y && mkdir x && ln -s {outside} x/ws; exit"
+    else:
+        workspace = tmp_path / "ws"
+        extra = workspace / "a" / "sub"
+        swap = f"cd {workspace} && mv a b && mkdir a && ln -s {outside} a/sub; exit"
+    workspace.mkdir(parents=True)
+    extra.mkdir(parents=True, exist_ok=True)
+    with session_for(workspace, confirm=auto_yes, extra_roots=[extra]) as session:
+        for command in (f"echo hacked > {outside}/victim.txt", swap,
+                        f"echo hacked > {outside}/victim.txt"):
+            list(session.execute(shell(command)))
+    assert (outside / "victim.txt").read_text() == "original\n"

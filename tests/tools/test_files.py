@@ -182,3 +182,21 @@ def test_read_binary_missing_and_limits(run: Run, workspace: Path,
     monkeypatch.setattr(read, "MAX_BYTES", 10)
     [huge] = run(f"{F}read long.txt\n{F}\n")
     assert "over the 10-byte limit" in huge.content
+
+
+def test_a_path_naming_the_workspace_itself_leaves_nothing_beside_it(
+        workspace: Path, run: Run) -> None:
+    (workspace / "here").symlink_to(".")
+    before = sorted(workspace.parent.iterdir())
+    with locate("here", [workspace]) as place, pytest.raises(IsADirectoryError):
+        files.atomic_write(place, "x\n")
+    [result] = run(f"{F}save here\nx\n{F}\n")
+    assert result.status is Status.ERROR
+    assert sorted(workspace.parent.iterdir()) == before
+
+
+def test_a_long_file_name_is_saved(run: Run, workspace: Path) -> None:
+    name = "n" * 250 + ".txt"
+    [result] = run(f"{F}save {name}\nlong\n{F}\n")
+    assert result.status is None, result.content
+    assert (workspace / name).read_text() == "long\n"

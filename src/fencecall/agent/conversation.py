@@ -15,10 +15,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, get_args
 
 from ..errors import UserError
-from ..message import Message
+from ..message import Message, Role
 
 LOG_NAME = "conversation.jsonl"
 PRIVATE_FOLDER = 0o700
@@ -40,9 +40,25 @@ def _message_record(message: Message) -> dict[str, Any]:
     return record
 
 
-def _message_from(record: dict[str, Any]) -> Message:
-    return Message(record["role"], record["content"], record.get("call_id"),
-                   datetime.fromisoformat(record["time"]), record.get("metadata") or {})
+def _message_from(record: dict[str, Any]) -> Message | None:
+    """The message a record holds, or None when it is not one this code could have written
+    (a log is data: it may have been edited, by hand or by a model)."""
+    role, content, call_id = record.get("role"), record.get("content"), record.get("call_id")
+    metadata = record.get("metadata") or {}
+    if role not in get_args(Role) or not isinstance(content, str) or not isinstance(
+            metadata, dict) or not (call_id is None or isinstance(call_id, str)):
+        return None
+    calls = metadata.get("tool_calls")
+    if calls is not None and not (isinstance(calls, list) and all(
+            isinstance(c, dict) and isinstance(c.get("id"), str)
+            and isinstance(c.get("name"), str) and isinstance(c.get("arguments"), dict)
+            for c in calls)):
+        return None
+    try:
+        time = datetime.fromisoformat(record["time"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return Message(cast(Role, role), content, call_id, time, metadata)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,9 +215,19 @@ class Conversation:
                 self.notes.append(f"a settings record of {self.path} is not a table and was "
                                   "ignored")
         elif record.get("op") == "undo":
-            del self.messages[-int(record["count"]):]
+            count = record.get("count")
+            if isinstance(count, int) and not isinstance(count, bool) and count >= 1:
+                del self.messages[-count:]
+            else:
+                self.notes.append(f"an undo record of {self.path} has no count of 1 or more "
+                                  "and was ignored")
         elif record.get("op") == "message":
-            self.messages.append(_message_from(record))
+            message = _message_from(record)
+            if message is not None:
+                self.messages.append(message)
+            else:
+                self.notes.append(f"a message record of {self.path} is malformed and was "
+                                  "skipped")
 
     def _set_aside_torn_line(self) -> None:
         """Move a torn last line into a side file and cut the log back to its valid prefix,

@@ -92,6 +92,9 @@ def atomic_write(place: Place, text: str) -> None:
     A reader (or a crash) sees the old file or the new one, never half of it. Missing folders
     are created; an existing file keeps its permission bits, a new one gets the umask's.
     """
+    if place.info is not None and stat.S_ISDIR(place.info.st_mode):
+        # before any temporary file: a place naming a root itself has its folder outside
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(place.path))
     folder = place.make_folders()
     try:
         mode = None
@@ -115,9 +118,10 @@ def atomic_write(place: Place, text: str) -> None:
 
 
 def _new_temp(folder: int, name: str) -> tuple[str, int]:
-    """A new hidden file beside ``name``, created exclusively (never through a link)."""
+    """A new hidden file beside ``name``, created exclusively (never through a link); its
+    name is kept short, so a long file name still leaves room for it."""
     for _ in range(100):
-        temp = f".{name}.{secrets.token_hex(4)}.tmp"
+        temp = f".{name[:64]}.{secrets.token_hex(4)}.tmp"
         try:
             return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                                  | os.O_CLOEXEC, 0o666, dir_fd=folder)

@@ -190,10 +190,11 @@ class Sandbox:
     def _binds(self, scratch: Sequence[Path], cwd: Path | None) -> list[tuple[str, ...]]:
         """Bind mounts for the roots, scratch folders and a cwd outside them (which may be
         under the private /tmp). Paths are resolved: a workspace reached through a symlink
-        under /tmp would not exist inside."""
+        under /tmp would not exist inside. A root inside another is not bound on its own:
+        the model could swap a folder on its path for a link, and bwrap would follow it."""
         root_flag = ("--bind-try" if self.policy is SandboxPolicy.WORKSPACE_WRITE
                      else "--ro-bind-try")
-        binds = [(root_flag, path.resolve()) for path in self.writable]
+        binds = [(root_flag, path) for path in _outermost(self.writable)]
         binds += [("--bind", path.resolve()) for path in scratch]
         if cwd is not None and not any(_covers(path, cwd.resolve()) for _, path in binds):
             binds.append(("--ro-bind-try", cwd.resolve()))
@@ -203,12 +204,27 @@ class Sandbox:
         return [(flag, str(path), str(path)) for flag, path in binds]
 
 
+def _outermost(roots: Sequence[Path]) -> list[Path]:
+    """The roots no other root holds, each at the real path it had when the sandbox was made;
+    a root whose real path has changed since (a folder on its path swapped for a link) is
+    refused, never followed."""
+    kept: list[Path] = []
+    for root in roots:
+        if root.resolve() != root:
+            raise PermissionError(f"the folder {root} is no longer where it was (a folder on "
+                                  "its path was replaced, perhaps by a link); the sandbox "
+                                  "will not start")
+        if not any(_covers(other, root) for other in roots if other != root):
+            kept.append(root)
+    return kept
+
+
 def choose_sandbox(policy: SandboxPolicy | str, writable: Sequence[Path], *,
                    network: bool = False) -> tuple[Sandbox, str | None]:
     """The sandbox to use and a warning to show once: where bwrap is missing or cannot create
     its namespaces, commands run unsandboxed (OFF), never silently."""
     chosen = SandboxPolicy(policy)
-    roots = tuple(Path(path) for path in writable)
+    roots = tuple(Path(path).resolve() for path in writable)
     if chosen is SandboxPolicy.OFF:
         return Sandbox(chosen, roots, network), None
     support = sandbox_support()
