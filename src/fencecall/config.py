@@ -47,7 +47,6 @@ environment (``api_key_env``) and held only in memory: nothing here is ever logg
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,6 +146,8 @@ class Config:
     models: Mapping[str, ModelSettings] = field(default_factory=dict)
     near_misses: int = 3
     """Replies in a row that ran nothing despite feedback before the agent gives up."""
+    path: Path | None = None
+    """The configuration file this was read from (or would have been, had it existed)."""
 
     def model_settings(self, model: str) -> ModelSettings:
         """The settings of ``provider/name`` (the defaults when it has no table)."""
@@ -165,22 +166,26 @@ class Config:
         return {name: env[name] for name in self.secret_env_names() if env.get(name)}
 
 
-def check_home_apart(home: Path, folders: Iterable[tuple[str, Path]]) -> None:
-    """Refuse a run whose model may write fencecall's home: the conversation logs there say
-    what ``--resume`` restores, so a model that could rewrite them would choose what it may
-    do next time. ``folders`` are (what it is, path): the workspace and the other writable
-    roots. Real paths are compared, in both directions."""
-    own = home.expanduser().resolve()
-    for what, folder in folders:
-        real = folder.expanduser().resolve()
-        if real == own or real in own.parents:
-            raise ConfigError(f"the fencecall home folder {own} is inside {what} {real}, "
-                              "where the model may write: set FENCECALL_HOME to a folder "
-                              "outside it, or choose another workspace or --root folder")
-        if own in real.parents:
-            raise ConfigError(f"{what} {real} is inside the fencecall home folder {own}, "
-                              "where the model must not write: choose a folder outside it, "
-                              "or set FENCECALL_HOME elsewhere")
+def check_apart(config: Config, folders: Iterable[tuple[str, Path]]) -> None:
+    """Refuse a run whose model may write what decides fencecall's next run: its home (the
+    conversation logs there say what ``--resume`` restores) and the folder of its
+    configuration file. ``folders`` are (what it is, path): the workspace and the other
+    writable roots. Real paths are compared, in both directions."""
+    guarded = [("the fencecall home folder", config.home, "FENCECALL_HOME")]
+    if config.path is not None:
+        guarded.append(("the configuration folder", config.path.parent, "FENCECALL_CONFIG"))
+    for name, guarded_path, variable in guarded:
+        own = guarded_path.expanduser().resolve()
+        for what, folder in folders:
+            real = folder.expanduser().resolve()
+            if real == own or real in own.parents:
+                raise ConfigError(f"{name} {own} is inside {what} {real}, where the model "
+                                  f"may write: set {variable} to a folder outside it, or "
+                                  "choose another workspace or --root folder")
+            if own in real.parents:
+                raise ConfigError(f"{what} {real} is inside {name} {own}, where the model "
+                                  f"must not write: choose a folder outside it, or set "
+                                  f"{variable} elsewhere")
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -195,6 +200,8 @@ def _read_file(path: Path, explicit: bool) -> dict[str, Any]:
         if explicit:
             raise ConfigError(f"{path}: config file not found")
         return {}
+    import tomllib  # only where there is a file to read
+
     try:
         return tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
@@ -282,6 +289,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         mcp_servers=_mcp_servers(data, path, env),
         models=_models(data, path),
         near_misses=int(_number(data, "near_misses", 3, path, minimum=0)),
+        path=path,
     )
 
 

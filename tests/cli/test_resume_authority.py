@@ -214,3 +214,38 @@ def test_a_home_reached_through_a_link_is_refused(tmp_path: Path, workspace: Pat
                        cwd=tmp_path, env=home_env(tmp_path, link))
     assert result.returncode == 2
     assert f"{workspace / '.fencecall'} is inside the workspace {workspace}" in result.stderr
+
+
+def test_the_log_may_narrow_the_configured_tools_but_never_widen_them(
+        tmp_path: Path, workspace: Path) -> None:
+    config = tmp_path / "config" / "fencecall" / "config.toml"  # where cli_env points
+    config.parent.mkdir(parents=True)
+    config.write_text('tools = ["read", "save"]\n')
+    plant(tmp_path, "wider", {"model": "local/m", "tools": "shell"})
+    plant(tmp_path, "narrower", {"model": "local/m", "tools": "read"})
+    with FakeModelServer([Reply(f"{F}shell\ncat /etc/hostname\n{F}\n"), Reply("Done."),
+                          Reply("Fine.")]) as server:
+        wider = fencecall(tmp_path, server.openai_url, "--resume", "wider", "go on",
+                          cwd=workspace)
+        narrower = fencecall(tmp_path, server.openai_url, "--resume", "narrower", "go on",
+                             cwd=workspace)
+    assert wider.returncode == 0, wider.stderr
+    assert "tools shell, more than the configured ones (pass --tools shell" in wider.stderr
+    hostname = Path("/etc/hostname").read_text().strip()
+    assert not any("Ran command" in json.dumps(r.body) or hostname in json.dumps(r.body)
+                   for r in server.requests), "the shell ran"
+    assert "resumed narrower with model=local/m, tools=read" in narrower.stderr
+
+
+def test_a_configuration_file_inside_the_workspace_is_refused(tmp_path: Path,
+                                                              workspace: Path) -> None:
+    """The model could write the file that sets the next run's sandbox."""
+    config = workspace / ".config" / "fencecall" / "config.toml"
+    env = cli_env(tmp_path, "http://127.0.0.1:9/v1") | {"FENCECALL_CONFIG": str(config)}
+    config.parent.mkdir(parents=True)
+    config.write_text('model = "local/m"\n')
+    result = fencecall(tmp_path, "", "hi", "-w", str(workspace), cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    assert (f"the configuration folder {config.parent} is inside the workspace {workspace}"
+            in result.stderr)
+    assert "set FENCECALL_CONFIG to a folder outside it" in result.stderr

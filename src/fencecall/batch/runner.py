@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from ..agent import Agent, Conversation, Outcome
 from ..agent.settings import Overrides, resolve
 from ..agent.stats import TOKEN_KINDS, collect
-from ..config import Config, check_home_apart
+from ..config import Config, check_apart
 from ..errors import UserError
 from ..execution import Session, auto_no, auto_yes
 from ..message import Message
@@ -92,7 +92,7 @@ class BatchOptions:
 
     def __post_init__(self) -> None:
         # task workspaces are made (and removed) below the folder: the logs must not be
-        check_home_apart(self.config.home, [("the batch folder", self.folder.resolve())])
+        check_apart(self.config, [("the batch folder", self.folder.resolve())])
 
 
 TASKS_PER_CLIENT = 8
@@ -347,7 +347,7 @@ class Runner:
         changes = None
         if workspace.is_dir() and status != "stopped":
             try:
-                changes = diff(workspace, base, Sandbox(self.policy, (workspace,)))
+                changes = diff(workspace, base, Sandbox(self.policy, (workspace.resolve(),)))
             except WorkspaceError as err:
                 error = f"{error}; {err}" if error else str(err)
         if workspace.is_dir() and _removes(options.keep_workspaces, status):

@@ -25,6 +25,7 @@ from ..config import Config, ConfigError, load_config
 from ..errors import UserError
 from ..parsing import FORMATS
 from ..providers import ProviderError, get_provider
+from ..tools import Toolchain
 from ..tools.registry import is_file_entry
 from .arguments import SANDBOX_POLICIES
 from .confirm import choose_confirm
@@ -106,9 +107,13 @@ def _restore(saved: Mapping[str, Any], args: argparse.Namespace, config: Config)
         entries = [entry.strip() for entry in tools.split(",") if entry.strip()]
         restored.refused += [f"tool file {entry} (pass --tools {quote(tools)} to load it)"
                              for entry in entries if is_file_entry(entry)]
-        if names := ",".join(entry for entry in entries if not is_file_entry(entry)):
-            args.tools = names
-            restored.applied.append(f"tools={names}")
+        names = [entry for entry in entries if not is_file_entry(entry)]
+        if names and _within_configured(names, config):
+            args.tools = ",".join(names)
+            restored.applied.append(f"tools={args.tools}")
+        elif names:
+            restored.refused.append(f"tools {','.join(names)}, more than the configured ones "
+                                    f"(pass --tools {quote(','.join(names))} to use them)")
     if args.sandbox is None and (policy := value(
             "sandbox", lambda v: _is_text(v) and v in SANDBOX_POLICIES,
             f"one of {', '.join(SANDBOX_POLICIES)}")):
@@ -132,6 +137,23 @@ def _restore(saved: Mapping[str, Any], args: argparse.Namespace, config: Config)
     return restored
 
 
+def _within_configured(entries: list[str], config: Config) -> bool:
+    """Whether the tool list ``entries`` selects only tools the configured list selects (an
+    entry no built-in, plugin or package tool answers, an MCP glob say, only if the
+    configuration names it too): the log may narrow the tools, never widen them."""
+    packages = config.tool_packages
+    try:
+        configured = set(Toolchain.build(config.tools, packages=packages).names())
+        for entry in entries:
+            selected = set(Toolchain.build([entry], packages=packages).names())
+            if not selected <= configured or (
+                    not selected and config.tools is not None and entry not in config.tools):
+                return False
+    except UserError:  # an entry that names no tool
+        return False
+    return True
+
+
 def _workspace_within(recorded: Path, name: str) -> Path:
     """The recorded workspace when it is the folder this command would work in, or inside
     it: the model may write there, so the log may narrow it but never move or widen it.
@@ -142,6 +164,9 @@ def _workspace_within(recorded: Path, name: str) -> Path:
         raise UserError(f"conversation {name!r} worked in {recorded}, but this command would "
                         f"work in {here}: pass --workspace {quote(str(recorded))} to continue "
                         f"there, or --workspace . to continue here")
+    if there.exists() and not there.is_dir():
+        raise UserError(f"conversation {name!r} worked in {recorded}, which is not a folder "
+                        "now: pass --workspace to choose one")
     return there
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import Config, check_home_apart
+from ..config import Config, check_apart
 from ..errors import UserError
 from ..execution import Session
 from ..parsing import FormatLike
@@ -56,15 +56,20 @@ def mcp_servers_of(args: argparse.Namespace, config: Config, roots: Sequence[Pat
                    secrets: Iterable[str]) -> McpServers:
     """The declared MCP servers (:func:`mcp_declarations_of`). Their processes get the
     environment tools get, and nothing from ``roots`` (the folders the model may write)."""
-    from ..tools.mcp.servers import McpServers
+    return _servers(mcp_declarations_of(args, config), config, roots, secrets)
+
+
+def _servers(declared: Sequence[McpServerConfig], config: Config, roots: Sequence[Path],
+             secrets: Iterable[str]) -> McpServers:
+    from ..tools.mcp.servers import McpServers  # asyncio and the like: only with servers
 
     env = tool_environment(os.environ, config.pass_env, secret_names=secrets)
-    return McpServers(mcp_declarations_of(args, config), env=env, roots=roots,
-                      cache_dir=config.home / "mcp-tools")
+    return McpServers(declared, env=env, roots=roots, cache_dir=config.home / "mcp-tools")
 
 
 def toolchain_of(args: argparse.Namespace, workspace: Path, config: Config,
-                 servers: McpServers, default: Sequence[str] | None = None) -> Toolchain:
+                 servers: McpServers | None, default: Sequence[str] | None = None
+                 ) -> Toolchain:
     """The tools the options select from the built-ins, plugins, the configured tool
     packages and the MCP servers."""
     allowlist = allowlist_of(args, default)
@@ -94,15 +99,15 @@ class Setting:
 def setting_of(args: argparse.Namespace, config: Config) -> Setting:
     """The secrets' values are taken out of this process's environment block first (they stay
     in memory for the providers), so no tool can read them back through ``/proc``. A
-    workspace or ``--root`` that holds fencecall's home, or lies in it, is refused (see
-    :func:`check_home_apart`). Where the sandbox cannot run, the fallback is said once on
-    stderr."""
+    workspace or ``--root`` that holds fencecall's home or its configuration's folder, or
+    lies in one, is refused (see :func:`check_apart`). Where the sandbox cannot run, the
+    fallback is said once on stderr."""
     secrets = config.secret_values(os.environ)
     scrub_own_environ(secrets)
     workspace = workspace_of(args)
     extra = tuple(Path(r).expanduser().resolve() for r in args.root)
-    check_home_apart(config.home, [("the workspace", workspace),
-                                   *(("the --root folder", root) for root in extra)])
+    check_apart(config, [("the workspace", workspace),
+                         *(("the --root folder", root) for root in extra)])
     roots = (workspace, *extra)
     sandbox, warning = choose_sandbox(args.sandbox or config.sandbox, roots,
                                       network=args.network or config.network)
@@ -113,14 +118,19 @@ def setting_of(args: argparse.Namespace, config: Config) -> Setting:
 
 def session_of(args: argparse.Namespace, config: Config, confirm: ConfirmFunc,
                fmt: FormatLike, tools: Sequence[str] | None = None) -> Session:
-    """The session the options and the configuration describe (see :func:`setting_of`)."""
+    """The session the options and the configuration describe (see :func:`setting_of`).
+    Without a declared MCP server it has none (``mcp_servers`` None), and the MCP machinery
+    is not imported."""
     setting = setting_of(args, config)
-    servers = mcp_servers_of(args, config, setting.roots, setting.secrets)
+    declared = mcp_declarations_of(args, config)
+    servers = _servers(declared, config, setting.roots, setting.secrets) if declared else None
     try:
         chain = toolchain_of(args, setting.workspace, config, servers, tools)
     except BaseException:
-        servers.close()
+        if servers is not None:
+            servers.close()
         raise
     return Session(chain, workspace=setting.workspace, confirm=confirm, fmt=fmt,
-                   extra_roots=args.root, sandbox=setting.sandbox, pass_env=config.pass_env,
+                   extra_roots=setting.roots[1:], sandbox=setting.sandbox,
+                   pass_env=config.pass_env,
                    secrets=setting.secrets, mcp_servers=servers)

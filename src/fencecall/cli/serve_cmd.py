@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
         def make_session(confirm: ConfirmFunc) -> Session:
             return Session(chain, workspace=workspace, confirm=confirm,
-                           extra_roots=args.root, sandbox=setting.sandbox,
+                           extra_roots=setting.roots[1:], sandbox=setting.sandbox,
                            pass_env=config.pass_env, secrets=setting.secrets)
 
         tool_server = ToolServer(chain, make_session, fallback=auto_yes if args.yes else auto_no,
