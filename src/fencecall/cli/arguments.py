@@ -1,17 +1,26 @@
 """The command line's grammar, kept free of heavy imports so ``--help`` starts fast.
 
 Each command names its handler as ``module:function``; the module is imported only when that
-command runs.
+command runs. The grammar itself imports argparse and little else: the format names come
+from :data:`fencecall.parsing.FORMATS`, which lists them without loading a parser, and
+``pathlib`` loads when a path option is given.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 
 from .. import __version__
-from ..parsing import FORMATS, MARKDOWN
+from ..parsing.formats import FORMATS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+DEFAULT_FORMAT = "markdown"
+"""The ``--format`` of ``parse`` and ``run``: the name of :data:`fencecall.parsing.MARKDOWN`
+(written out so that ``--help`` loads no format to learn it; a test checks it)."""
 
 COMMANDS = ("parse", "run", "chat", "list", "stats", "tools", "mcp", "batch")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
@@ -37,6 +46,14 @@ def _at_least(minimum: float, kind: type[int] | type[float] = int
     return convert
 
 
+def _path(text: str) -> Path:
+    """An argparse type: ``pathlib.Path(text)`` (which takes any text), with pathlib
+    imported only when a path is given."""
+    import pathlib
+
+    return pathlib.Path(text)
+
+
 def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | None) -> None:
     parser.add_argument("--format", "-f", choices=list(FORMATS), default=default_format,
                         help="how tool calls are written (default: markdown)")
@@ -45,10 +62,10 @@ def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | Non
                              "or .py files")
     parser.add_argument("-y", "--yes", action="store_true",
                         help="confirm every tool call without asking")
-    parser.add_argument("--workspace", "-w", type=Path, default=None,
+    parser.add_argument("--workspace", "-w", type=_path, default=None,
                         help="folder the tools work in (default: current folder; created "
                              "if missing)")
-    parser.add_argument("--root", action="append", type=Path, default=[],
+    parser.add_argument("--root", action="append", type=_path, default=[],
                         help="another folder file tools may touch (repeatable)")
     parser.add_argument("--sandbox", choices=SANDBOX_POLICIES, default=None,
                         help="what shell and python commands may do, enforced by bubblewrap: "
@@ -74,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the tool calls found in FILE (a saved model reply; - for stdin), "
                     "and what was meant as a call but cannot run (exit status 1).")
     parse.add_argument("file", metavar="FILE")
-    parse.add_argument("--format", "-f", choices=list(FORMATS), default=MARKDOWN.name,
+    parse.add_argument("--format", "-f", choices=list(FORMATS), default=DEFAULT_FORMAT,
                        help="how the calls are written")
     parse.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parse.set_defaults(handler="fencecall.cli.parse_cmd:run")
@@ -85,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "print their results. Exits 1 if any call failed, was blocked or declined.")
     run.add_argument("reply", metavar="REPLY")
     run.add_argument("--json", action="store_true", help="print the results as JSON")
-    _add_tool_options(run, MARKDOWN.name)
+    _add_tool_options(run, DEFAULT_FORMAT)
     run.set_defaults(handler="fencecall.cli.run_cmd:run")
 
     chat = commands.add_parser(
@@ -162,8 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "with the same --out to resume: finished tasks are skipped. Nobody is "
                     "asked: with -y every call runs (in the sandbox), without it calls that "
                     "need a yes are declined.")
-    batch.add_argument("tasks", metavar="TASKS", type=Path, help="the tasks, one JSON a line")
-    batch.add_argument("--out", "-o", type=Path, required=True, metavar="RESULTS",
+    batch.add_argument("tasks", metavar="TASKS", type=_path, help="the tasks, one JSON a line")
+    batch.add_argument("--out", "-o", type=_path, required=True, metavar="RESULTS",
                        help="results file (JSONL), appended to; its tasks are not run again")
     batch.add_argument("--concurrency", "-j", type=_at_least(1), default=8, metavar="N",
                        help="tasks at once (default 8; per shard with --ray)")
@@ -194,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="how long to wait for the model's server")
     batch.add_argument("--retries", type=_at_least(0), metavar="N",
                        help="tries again after a failed request or a broken reply stream")
-    batch.add_argument("--dir", type=Path, default=None, metavar="DIR",
+    batch.add_argument("--dir", type=_path, default=None, metavar="DIR",
                        help="folder for the tasks' workspaces and logs (default: RESULTS.d)")
     batch.add_argument("--keep-workspaces", choices=KEEP_WORKSPACES, default="all",
                        help="whose workspaces stay after their result: all (default), failed "

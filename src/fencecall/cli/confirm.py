@@ -16,15 +16,17 @@ import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
-from rich.syntax import Syntax
 from rich.text import Text
 
 from ..execution import auto_no, auto_yes
 from ..tools import ConfirmFunc, ConfirmRequest
 from .visible import json_visible, visible, visible_text
+
+if TYPE_CHECKING:
+    from rich.syntax import Syntax  # pygments: loaded only to show a call for confirmation
 
 MAX_LINES = 60
 """A part of the call longer than this (or than :data:`MAX_CHARS`) is shown cut."""
@@ -137,6 +139,8 @@ def _bound_extras(bound: Mapping[str, Any], content: str,
 
 
 def _syntax(text: str, part: Part, start_line: int = 1) -> Syntax:
+    from rich.syntax import Syntax
+
     return Syntax(visible(text), part.lexer, word_wrap=True, line_numbers=part.numbered,
                   start_line=start_line)
 

@@ -1,15 +1,17 @@
-"""Entry point: dispatches to the subcommands and turns expected errors into messages."""
+"""Entry point: dispatches to the subcommands and turns expected errors into messages.
+
+It imports only the grammar (:mod:`.arguments`) before the arguments are parsed, so that
+``--help``, ``--version`` and a usage error start fast; each command's module, and what it
+needs, is imported once the command is known.
+"""
 
 from __future__ import annotations
 
-import importlib
 import signal
 import sys
 from collections.abc import Sequence
 
-from ..errors import UserError
 from .arguments import COMMANDS, build_parser
-from .visible import visible
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -23,8 +25,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     module_name, _, function = args.handler.partition(":")
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _exit_cleanly)
+    from importlib import import_module
+
+    from ..errors import UserError
+    from .visible import visible
+
     try:
-        handler = getattr(importlib.import_module(module_name), function)
+        handler = getattr(import_module(module_name), function)
         code: int = handler(args)
     except UserError as err:
         print(f"fencecall: {visible(str(err))}", file=sys.stderr)

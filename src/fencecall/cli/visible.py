@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import re
 
-from rich.markup import escape
-from rich.text import Text
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rich.text import Text
 
 _KEEP = {"\n", "\t"}
 
@@ -108,11 +109,15 @@ def visible(text: str) -> str:
 
 def visible_markup(text: str) -> str:
     """:func:`visible`, then escaped for rich markup (``[red]`` shows as written)."""
+    from rich.markup import escape  # rich loads when something is shown with it
+
     return escape(visible(text))
 
 
 def visible_text(text: str, style: str = "") -> Text:
     """A rich ``Text`` of :func:`visible` ``text``: no markup, no ``:emoji:`` codes."""
+    from rich.text import Text
+
     return Text(visible(text), style=style)
 
 

@@ -1,21 +1,53 @@
-"""Parsing: find tool calls in model text. Dependency-free and linear-time."""
+"""Parsing: find tool calls in model text. Dependency-free and linear-time.
+
+The names below load when first used (``from fencecall.parsing import parse_calls``): the
+package alone imports no parser, so that the command line can name the formats
+(:data:`FORMATS` lists them without loading them) and start fast.
+"""
 
 from .compiled import prefer_current_sources
 
 prefer_current_sources()  # before any compiled module is imported (see .compiled)
 
-from .api import Parsed, StreamParser, parse, parse_calls, parse_codeblocks, render
-from .formats import (
-    FORMATS,
-    MARKDOWN,
-    TOOL,
-    XML,
-    CallFormat,
-    FormatLike,
-    UnrepresentableCall,
-    get_format,
-)
-from .model import Codeblock, Diagnostic, ToolCall
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .api import Parsed, StreamParser, parse, parse_calls, parse_codeblocks, render
+    from .formats import (
+        FORMATS,
+        MARKDOWN,
+        TOOL,
+        XML,
+        CallFormat,
+        FormatLike,
+        UnrepresentableCall,
+        get_format,
+    )
+    from .model import Codeblock, Diagnostic, ToolCall
+
+_LAZY = {
+    "FORMATS": "formats", "MARKDOWN": "formats", "TOOL": "formats", "XML": "formats",
+    "CallFormat": "formats", "FormatLike": "formats", "UnrepresentableCall": "formats",
+    "get_format": "formats",
+    "Parsed": "api", "StreamParser": "api", "parse": "api", "parse_calls": "api",
+    "parse_codeblocks": "api", "render": "api",
+    "Codeblock": "model", "Diagnostic": "model", "ToolCall": "model",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "FORMATS",
