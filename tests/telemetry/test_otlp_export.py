@@ -2,69 +2,25 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-    ExportMetricsServiceRequest,
-)
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tests.otlp import Receiver
 
 F = "```"
 
 
-class Receiver:
-    """Collects the spans and metric names OTLP/HTTP clients send it."""
-
-    def __init__(self) -> None:
-        self.spans: list[Any] = []
-        self.metrics: set[str] = set()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                if self.headers.get("Content-Encoding") == "gzip":
-                    body = gzip.decompress(body)
-                if self.path == "/v1/traces":
-                    request = ExportTraceServiceRequest.FromString(body)
-                    receiver.spans += [span for rs in request.resource_spans
-                                       for ss in rs.scope_spans for span in ss.spans]
-                elif self.path == "/v1/metrics":
-                    metrics = ExportMetricsServiceRequest.FromString(body)
-                    receiver.metrics |= {m.name for rm in metrics.resource_metrics
-                                         for sm in rm.scope_metrics for m in sm.metrics}
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
-    found = Receiver()
-    thread = threading.Thread(target=found.server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with Receiver().running() as found:
         yield found
-    finally:
-        found.server.shutdown()
-        found.server.server_close()
 
 
 def run(tmp_path: Path, endpoint: str) -> tuple[subprocess.CompletedProcess[str], float]:
