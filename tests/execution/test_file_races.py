@@ -10,6 +10,7 @@ the file tools are called on a path through that folder, over and over. Each cal
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -56,6 +57,8 @@ def attacked(workspace: Path, outside: Path) -> Path:
     (workspace / "d").mkdir()
     (workspace / "d" / "x.txt").write_text(INSIDE)
     (workspace / "l").symlink_to(outside)
+    # the model writes its swapper into the workspace: the sandbox sees nothing of tests/
+    shutil.copy(SWAPPER, workspace / SWAPPER.name)
     return workspace
 
 
@@ -69,7 +72,7 @@ def session(request: pytest.FixtureRequest, attacked: Path) -> Iterator[Session]
 def under_swap(session: Session, workspace: Path, reply: str) -> list[Message]:
     """Run ``reply`` again and again while the swapper runs; every result."""
     report = workspace / "swaps"
-    start = (f"{F}shell\ncd {workspace} && {sys.executable} {SWAPPER} d l {SWAP_SECONDS} "
+    start = (f"{F}shell\ncd {workspace} && {sys.executable} {SWAPPER.name} d l {SWAP_SECONDS} "
              f"{report} >/dev/null 2>&1 &\n{F}\n")
     [started] = list(session.execute(start))
     assert started.status is None, started.content
