@@ -123,10 +123,10 @@ def prompt_sizes() -> list[tuple[str, str, int]]:
     sizes = []
     with tempfile.TemporaryDirectory() as folder:
         for fmt in ("markdown", "xml", "tool"):
-            with Session(Toolchain.build(None), workspace=folder, fmt=fmt,
+            with Session(Toolchain.build(None), workspace=folder,
                          sandbox="off") as session:
                 for mode in PROMPTS:
-                    text = system_prompt(session, compact=mode == "compact")
+                    text = system_prompt(session, fmt, compact=mode == "compact")
                     sizes.append((fmt, mode, len(vocab.tokenize(text.encode()))))
     return sizes
 

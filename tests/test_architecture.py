@@ -19,10 +19,12 @@ PACKAGE = Path(fencecall.__file__).parent
 LAYERS = (
     ("fencecall.errors", "fencecall.message", "fencecall.parsing", "fencecall.secrecy",
      "fencecall.telemetry"),
+    ("fencecall.log_records",),
     ("fencecall.tools",),
     ("fencecall.config",),
     ("fencecall.execution", "fencecall.providers"),
     ("fencecall.agent", "fencecall.serve"),
+    ("fencecall.assembly",),
     ("fencecall.batch",),
     ("fencecall.cli",),
 )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fencecall.assembly import resolve
 from fencecall.config import ConfigError, load_config
 from fencecall.providers import get_provider
 
@@ -26,9 +27,9 @@ def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
         "local/a", "xml", ("shell", "read"), 5)
     assert config.home == tmp_path / "home"
     assert "VLLM_KEY" in config.secret_env_names()
-    config = load_config(env_for(tmp_path, text, FENCECALL_MODEL="vllm/b",
-                                 FENCECALL_FORMAT="tool", FENCECALL_TOOLS="save"))
-    assert (config.model, config.format.name, config.tools) == ("vllm/b", "tool", ("save",))
+    settings = resolve(config, env={"FENCECALL_MODEL": "vllm/b", "FENCECALL_FORMAT": "tool",
+                                    "FENCECALL_TOOLS": "save"})
+    assert (settings.model, settings.format.name, settings.tools) == ("vllm/b", "tool", ("save",))
     provider, model = get_provider("vllm/b", config, {"VLLM_KEY": "k"})
     assert (provider.name, model) == ("vllm", "b")
 

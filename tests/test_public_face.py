@@ -11,6 +11,7 @@ from pathlib import Path
 import fencecall
 from fencecall import (
     Agent,
+    CallRecord,
     Conversation,
     Outcome,
     ScriptedProvider,
@@ -65,13 +66,19 @@ def test_a_log_written_by_release_0_1_still_loads_and_resumes(tmp_path: Path,
     assert conversation.notes == []
     assert [m.role for m in conversation.messages] == [
         "user", "assistant", "system", "assistant", "system", "assistant"]
-    assert conversation.messages[1].metadata["tool_calls"][0]["name"] == "save"
-    assert conversation.messages[2].call_id == "c1"
+    saving, saved, _, shown = conversation.messages[1:5]
+    assert saving.native_calls[0].name == "save" and saving.native_calls[0].id == "c1"
+    assert saving.reply is not None and saving.reply.model == "m"
+    assert saved.call_id == "c1" and saved.call == CallRecord("save", "ok", 0.0011)
+    assert shown.tool == "shell" and shown.exit_code == 0
+    assert shown.call == CallRecord("shell", "ok", 0.0087, exit_code=0)
+    assert shown.metadata == {"timed_out": False}
     assert conversation.settings["format"] == "tool"
     provider = ScriptedProvider(["Still here."])
     with Session(Toolchain.build(["shell", "save", "read"]), workspace=workspace,
-                 confirm=auto_yes, fmt="tool") as session:
-        run = Agent(provider, "scripted", session, conversation).run("Are you there?")
+                 confirm=auto_yes) as session:
+        run = Agent(provider, "scripted", session, conversation, fmt="tool").run(
+            "Are you there?")
     assert run.answer == "Still here."
     sent = provider.requests[0].messages
     assert [m.content for m in sent[:2]] == ["write hi to a.txt and show it", "Saving."]

@@ -11,11 +11,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .agent import Agent, Conversation, Outcome, RunResult
+    from .agent import Agent, Conversation, RunResult
     from .config import Config, ConfigError, load_config
     from .errors import ToolError, UserError
     from .execution import Session, auto_no, auto_yes
-    from .message import Message, Status
+    from .message import (
+        CallRecord,
+        Message,
+        NativeCallRecord,
+        Outcome,
+        ReplyRecord,
+        Status,
+        Usage,
+    )
     from .parsing import (
         CallFormat,
         Codeblock,
@@ -36,11 +44,12 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _HOMES = {
-    "agent": ("Agent", "Conversation", "Outcome", "RunResult"),
+    "agent": ("Agent", "Conversation", "RunResult"),
     "config": ("Config", "ConfigError", "load_config"),
     "errors": ("ToolError", "UserError"),
     "execution": ("Session", "auto_no", "auto_yes"),
-    "message": ("Message", "Status"),
+    "message": ("CallRecord", "Message", "NativeCallRecord", "Outcome", "ReplyRecord", "Status",
+                "Usage"),
     "parsing": ("CallFormat", "Codeblock", "Diagnostic", "Parsed", "StreamParser", "ToolCall",
                 "UnrepresentableCall", "get_format", "parse", "parse_calls", "parse_codeblocks",
                 "render"),
@@ -51,10 +60,11 @@ _HOMES = {
 _MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
-    "Agent", "CallFormat", "Codeblock", "Config", "ConfigError", "Conversation", "Diagnostic",
-    "Message", "Outcome", "Parameter", "Parsed", "Provider", "ProviderError", "RunResult",
-    "ScriptedProvider", "ScriptedReply", "Session", "Status", "StreamParser", "ToolCall",
-    "ToolError", "ToolSpec", "Toolchain", "UnrepresentableCall", "UserError", "__version__",
+    "Agent", "CallFormat", "CallRecord", "Codeblock", "Config", "ConfigError", "Conversation",
+    "Diagnostic", "Message", "NativeCallRecord", "Outcome", "Parameter", "Parsed", "Provider",
+    "ProviderError", "ReplyRecord", "RunResult", "ScriptedProvider", "ScriptedReply", "Session",
+    "Status", "StreamParser", "ToolCall", "ToolError", "ToolSpec", "Toolchain",
+    "UnrepresentableCall", "Usage", "UserError", "__version__",
     "auto_no", "auto_yes", "get_format", "get_provider", "load_config", "parse", "parse_calls",
     "parse_codeblocks", "render",
 ]

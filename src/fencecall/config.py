@@ -1,8 +1,10 @@
 """Configuration from a TOML file and the environment.
 
 Looked up in ``$FENCECALL_CONFIG``, else ``$XDG_CONFIG_HOME/fencecall/config.toml`` (default
-``~/.config``). Environment variables win over the file. API keys are read from the
-environment (``api_key_env``) and held only in memory: nothing here is ever logged.
+``~/.config``). Where the file and its folders are, the providers' addresses and API keys come
+from the environment; ``FENCECALL_MODEL``, ``_FORMAT``, ``_TOOLS`` and ``_SANDBOX`` are one of
+the sources a run's settings are resolved from (:mod:`fencecall.assembly.settings`), above
+this file. API keys (``api_key_env``) are held only in memory: nothing here is ever logged.
 
     model = "openai/gpt-4o-mini"
     format = "markdown"
@@ -219,7 +221,8 @@ MODEL_KEYS = frozenset({"temperature", "top_p", "stop", "max_tokens", "context_w
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config:
-    """The effective configuration: built-in defaults, then the file, then the environment."""
+    """The configuration: built-in defaults, then the file (and the providers' addresses, the
+    home from the environment)."""
     env = os.environ if env is None else env
     path = config_path(env)
     data = _read_file(path, "FENCECALL_CONFIG" in env)
@@ -247,18 +250,16 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         providers[name] = ProviderConfig(table["kind"], table.get("base_url"),
                                          table.get("api_key_env"))
     try:
-        fmt = get_format(env.get("FENCECALL_FORMAT") or data.get("format", MARKDOWN.name))
+        fmt = get_format(data.get("format", MARKDOWN.name))
     except ValueError as err:
         raise ConfigError(f"{path}: format: {err}") from err
-    tools = env.get("FENCECALL_TOOLS")
-    tool_list = tools.split(",") if tools else data.get("tools")
+    tool_list = data.get("tools")
     max_steps = _number(data, "max_steps", 30, path, minimum=1)
     max_tokens = _number(data, "max_tokens", 4096, path, minimum=1)
     retries = _number(data, "retries", 2, path, minimum=0)
     timeout = _number(data, "timeout", 600.0, path, minimum=0.001, whole=False)
     try:
-        sandbox = SandboxPolicy(env.get("FENCECALL_SANDBOX") or data.get("sandbox",
-                                                                        "workspace-write"))
+        sandbox = SandboxPolicy(data.get("sandbox", "workspace-write"))
     except ValueError:
         choices = ", ".join(policy.value for policy in SandboxPolicy)
         raise ConfigError(f"{path}: sandbox must be one of {choices}") from None
@@ -270,7 +271,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
             raise ConfigError(f"{path}: {key} must be true or false")
     home = env.get("FENCECALL_HOME")
     return Config(
-        model=env.get("FENCECALL_MODEL") or data.get("model"),
+        model=data.get("model"),
         format=fmt,
         tools=tuple(t.strip() for t in tool_list if t.strip()) if tool_list else None,
         max_steps=int(max_steps),

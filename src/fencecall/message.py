@@ -1,4 +1,11 @@
-"""Conversation messages: what models write and what tools answer."""
+"""Conversation messages and the typed records layers hand each other through them.
+
+A tool result carries its call's :class:`CallRecord`, a model's reply its :class:`ReplyRecord`
+(model, usage, native calls), and the message that ends a run its :class:`Outcome`. The log
+keeps them in the message's ``metadata`` object under the keys it always used (see
+:mod:`fencecall.agent.conversation`); in memory they are fields, so no layer reads another's
+string keys. ``metadata`` holds only what a tool or hook adds of its own.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +19,7 @@ Role = Literal["system", "user", "assistant"]
 
 
 class Status(StrEnum):
-    """How a tool call ended when it did not simply succeed (``metadata["status"]``)."""
+    """How a tool call ended when it did not simply succeed."""
 
     ERROR = "error"
     """The tool failed, or the call could not be understood."""
@@ -22,15 +29,92 @@ class Status(StrEnum):
     """The user did not confirm it."""
     INTERRUPTED = "interrupted"
     """The user stopped it (Ctrl-C), or an earlier interrupt kept it from starting."""
-    STEP_LIMIT = "step-limit"
-    """Not a call's status: the agent stopped at its step limit."""
-    GAVE_UP = "gave-up"
-    """Not a call's status: the agent stopped because reply after reply held calls that
-    could not run (near misses, malformed calls) or looped."""
 
 
-_STATUSES = frozenset(status.value for status in Status)
 FAILED_STATUSES = frozenset({Status.ERROR, Status.BLOCKED, Status.DECLINED, Status.INTERRUPTED})
+
+
+class Outcome(StrEnum):
+    """How a run ended: the agent loop's answer, a batch task's status, the exit status."""
+
+    DONE = "done"
+    """The model answered without a call."""
+    STEP_LIMIT = "step-limit"
+    GAVE_UP = "gave-up"
+    """Reply after reply held calls that could not run (near misses, malformed calls) or
+    looped, despite the feedback on each."""
+    INTERRUPTED = "interrupted"
+    """The user stopped a reply or a call (Ctrl-C)."""
+    ERROR = "error"
+    """The run could not go on: the model's server failed, the task could not start."""
+    TIMEOUT = "timeout"
+    """A batch task ran past its time limit."""
+    STOPPED = "stopped"
+    """A batch task was stopped with its batch."""
+
+    @property
+    def exit_code(self) -> int:
+        """The command's exit status for a run that ended so (130 is the shell's Ctrl-C)."""
+        return 0 if self is Outcome.DONE else 130 if self is Outcome.INTERRUPTED else 1
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The tokens one reply cost, as the provider counted them (cache reads and writes are
+    part of the input, counted apart because they are priced apart)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cache_read_tokens": self.cache_read_tokens,
+                "cache_write_tokens": self.cache_write_tokens}
+
+
+@dataclass(frozen=True, slots=True)
+class NativeCallRecord:
+    """A native function call a reply made, as the chat API must be shown it again."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyRecord:
+    """What the loop knows of one model reply beyond its text."""
+
+    model: str
+    provider: str
+    provider_url: str | None = None
+    usage: Usage | None = None
+    """None where the provider reported none (a reply cut at its first call)."""
+    native_calls: tuple[NativeCallRecord, ...] = ()
+    cut: bool = False
+    """The reply reached the output token limit; ``stop_reason`` says the provider's word."""
+    stop_reason: str | None = None
+    loop: str | None = None
+    """What the reply kept repeating, when it was cut for looping."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """How one tool call went: kept on its last result."""
+
+    tool: str
+    outcome: str
+    """``ok``, or the :class:`Status` value of a call that did not simply succeed."""
+    duration_s: float
+    error_type: str | None = None
+    """For a failure, a low-cardinality cause: an exception's name, else the status."""
+    exit_code: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
 
 
 def _now() -> datetime:
@@ -39,33 +123,42 @@ def _now() -> datetime:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One message. Tool results are ``system`` messages tagged with the call's ``call_id``."""
+    """One message. Tool results are ``system`` messages tagged with the call's ``call_id``
+    and ``tool``."""
 
     role: Role
     content: str
     call_id: str | None = None
     timestamp: datetime = field(default_factory=_now)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    tool: str | None = None
+    status: Status | None = None
+    """The call's status, if it did not simply succeed."""
+    exit_code: int | None = None
+    """A command's exit status, as the tool that ran it reported it."""
+    call: CallRecord | None = None
+    reply: ReplyRecord | None = None
+    ending: Outcome | None = None
+    """On the message that says why a run stopped short (a limit, giving up)."""
 
     def tagged(self, call_id: str | None, tool: str) -> Message:
         """This message as the result of call ``call_id`` of ``tool``."""
         return replace(self, call_id=call_id if call_id is not None else self.call_id,
-                       metadata={**self.metadata, "tool": tool})
-
-    @property
-    def status(self) -> Status | None:
-        """The call's status, if it did not simply succeed."""
-        value = self.metadata.get("status")
-        return Status(value) if isinstance(value, str) and value in _STATUSES else None
+                       tool=tool)
 
     @property
     def failed(self) -> bool:
         """Whether this tool result reports a call that did not do its job."""
         return self.status in FAILED_STATUSES
 
+    @property
+    def native_calls(self) -> tuple[NativeCallRecord, ...]:
+        return self.reply.native_calls if self.reply is not None else ()
 
-def system(content: str, status: Status | None = None, **metadata: Any) -> Message:
+
+def system(content: str, status: Status | None = None, *, tool: str | None = None,
+           exit_code: int | None = None, ending: Outcome | None = None,
+           **metadata: Any) -> Message:
     """A system message, the form every tool result and error takes."""
-    if status is not None:
-        metadata["status"] = status
-    return Message("system", content, metadata=metadata)
+    return Message("system", content, metadata=metadata, tool=tool, status=status,
+                   exit_code=exit_code, ending=ending)

@@ -28,20 +28,19 @@ from fencecall.tools.events import (
 F = "```"
 
 
-def make_session(workspace: Path, fmt: str) -> Session:
-    return Session(Toolchain.build(["shell", "save"]), workspace=workspace, confirm=auto_yes,
-                   fmt=fmt)
+def make_session(workspace: Path) -> Session:
+    return Session(Toolchain.build(["shell", "save"]), workspace=workspace, confirm=auto_yes)
 
 
 @pytest.fixture
 def session(workspace: Path) -> Iterator[Session]:
-    with make_session(workspace, "tool") as session:
+    with make_session(workspace) as session:
         yield session
 
 
-def agent_for(provider: ScriptedProvider, session: Session, tmp_path: Path,
-              on_event: EventSink | None = None) -> Agent:
-    return Agent(provider, "m", session, Conversation.create(tmp_path, "loop"),
+def agent_for(provider: ScriptedProvider, session: Session, tmp_path: Path, *,
+              fmt: str = "tool", on_event: EventSink | None = None) -> Agent:
+    return Agent(provider, "m", session, Conversation.create(tmp_path, "loop"), fmt=fmt,
                  on_event=on_event)
 
 
@@ -57,7 +56,7 @@ def test_ctrl_c_while_streaming_keeps_the_partial_reply(session: Session,
 
     provider = ScriptedProvider([ScriptedReply("A long answer, interrupted. " * 20,
                                                chunk_size=5)])
-    agent = agent_for(provider, session, tmp_path, sink)
+    agent = agent_for(provider, session, tmp_path, on_event=sink)
     agent.send("talk")
     reply = agent.conversation.messages[-1]
     assert reply.role == "assistant"
@@ -92,11 +91,11 @@ def test_message_hooks_fire_in_a_chat(workspace: Path, tmp_path: Path) -> None:
         post.append((data.message.content, len(data.results)))
         return "post-hook note"
 
-    with make_session(workspace, "markdown") as session:
+    with make_session(workspace) as session:
         session.hooks.add(MESSAGE_PRE_PROCESS, before)
         session.hooks.add(MESSAGE_POST_PROCESS, after)
         provider = ScriptedProvider([f"Saving.\n{F}save a.txt\nhi\n{F}\n", "Done."])
-        agent = agent_for(provider, session, tmp_path)
+        agent = agent_for(provider, session, tmp_path, fmt="markdown")
         agent.send("save a file")
     call_reply = f"Saving.\n{F}save a.txt\nhi\n{F}\n"  # a file block is final at the end
     assert pre == [call_reply, "Done."]
@@ -108,10 +107,10 @@ def test_message_hooks_fire_in_a_chat(workspace: Path, tmp_path: Path) -> None:
 
 def test_a_blocking_message_hook_stops_the_calls_and_the_model_hears_why(
         workspace: Path, tmp_path: Path) -> None:
-    with make_session(workspace, "markdown") as session:
+    with make_session(workspace) as session:
         session.hooks.add(MESSAGE_PRE_PROCESS, _block_saves)
         provider = ScriptedProvider([f"{F}save a.txt\nhi\n{F}\n", "Understood."])
-        agent = agent_for(provider, session, tmp_path)
+        agent = agent_for(provider, session, tmp_path, fmt="markdown")
         agent.send("save")
     assert not (workspace / "a.txt").exists()
     blocked = [m for m in agent.conversation.messages if m.status is Status.BLOCKED]
@@ -126,10 +125,10 @@ def _block_saves(data: MessagePreProcess) -> Block | None:
 def test_stream_stops_at_the_first_complete_call(workspace: Path, tmp_path: Path) -> None:
     done: list[ReplyDone] = []
     text = f"{F}shell\necho one\n{F}\n{F}shell\necho two\n{F}\nand I made up the result\n"
-    with make_session(workspace, "markdown") as session:
+    with make_session(workspace) as session:
         provider = ScriptedProvider([ScriptedReply(text, chunk_size=4), "ok"])
-        agent = agent_for(provider, session, tmp_path,
-                          lambda e: done.append(e) if isinstance(e, ReplyDone) else None)
+        agent = agent_for(provider, session, tmp_path, fmt="markdown",
+                          on_event=lambda e: done.append(e) if isinstance(e, ReplyDone) else None)
         agent.send("go")
     assert done[0].stopped_early
     assert done[0].message.content == f"{F}shell\necho one\n{F}"
@@ -140,9 +139,9 @@ def test_stream_stops_at_the_first_complete_call(workspace: Path, tmp_path: Path
 
 def test_a_broken_call_is_told_to_the_model_and_the_loop_goes_on(workspace: Path,
                                                                   tmp_path: Path) -> None:
-    with make_session(workspace, "markdown") as session:
+    with make_session(workspace) as session:
         provider = ScriptedProvider([f"{F}shell\necho unfinished\n", "Sorry, I forgot the fence."])
-        agent = agent_for(provider, session, tmp_path)
+        agent = agent_for(provider, session, tmp_path, fmt="markdown")
         agent.send("go")
     [told] = [m for m in agent.conversation.messages if m.role == "system"]
     assert told.content.startswith(f"The {F}shell block opened on line 1 was never closed")
@@ -156,10 +155,10 @@ def test_pre_execute_hooks_read_the_conversation_so_far(workspace: Path, tmp_pat
     def guard(data: ToolPreExecute) -> None:
         seen.append([m.content for m in data.history])
 
-    with make_session(workspace, "markdown") as session:
+    with make_session(workspace) as session:
         session.hooks.add(TOOL_PRE_EXECUTE, guard)
         provider = ScriptedProvider([f"{F}shell\necho hi\n{F}\n", "Done."])
-        agent_for(provider, session, tmp_path).send("say hi")
+        agent_for(provider, session, tmp_path, fmt="markdown").send("say hi")
         assert seen == [["say hi", f"{F}shell\necho hi\n{F}"]]
         list(session.execute(f"{F}shell\necho alone\n{F}\n"))  # a reply on its own
         assert seen[1:] == [[]]  # the agent hands its history over; the session keeps none

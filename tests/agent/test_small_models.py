@@ -105,7 +105,7 @@ def test_the_loop_gives_up_after_the_feedback_limit(session: Session, tmp_path: 
     assert agent.outcome is Outcome.GAVE_UP  # type: ignore[attr-defined]
     assert len(feedback_of(agent)) == 3
     last = agent.conversation.messages[-1]
-    assert last.status is Status.GAVE_UP and "3 replies in a row" in last.content
+    assert last.ending is Outcome.GAVE_UP and "3 replies in a row" in last.content
 
 
 def test_a_reply_that_runs_resets_the_count(session: Session, tmp_path: Path) -> None:
@@ -127,7 +127,7 @@ def test_a_looping_reply_is_cut_and_reported(session: Session, tmp_path: Path) -
     agent = run(session, tmp_path, looping, "Sorry. Done.")
     assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
     reply = agent.conversation.messages[1]
-    assert reply.metadata["loop"] and reply.content.count("\n") < 20
+    assert reply.reply is not None and reply.reply.loop and reply.content.count("\n") < 20
     note = agent.conversation.messages[2]
     assert note.status is Status.ERROR and "repeated the line" in note.content
 
@@ -165,9 +165,9 @@ def test_compact_prompt_is_short_and_puts_the_common_tools_first(session: Sessio
 @pytest.mark.parametrize("fmt", ["xml", "tool"])
 def test_each_format_prompt_speaks_only_of_that_format(session: Session, fmt: str,
                                                        workspace: Path) -> None:
-    with Session(session.toolchain, workspace=workspace, fmt=fmt, sandbox="off") as other:
+    with Session(session.toolchain, workspace=workspace, sandbox="off") as other:
         for compact in (False, True):
-            prompt = system_prompt(other, compact=compact)
+            prompt = system_prompt(other, fmt, compact=compact)
             calls = [line for line in prompt.splitlines() if line.startswith(F)
                      and line.strip() != F]
             assert calls == [], calls  # no ```tool lines: results may show plain fences

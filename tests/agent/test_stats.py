@@ -5,19 +5,15 @@ from __future__ import annotations
 from decimal import Decimal
 
 from fencecall.agent.stats import collect
-from fencecall.message import Message
+from fencecall.message import CallRecord, Message, ReplyRecord, Usage
 
 
 def result(tool: str, outcome: str, duration: float) -> Message:
-    return Message("system", "…", metadata={"tool": tool, "outcome": outcome,
-                                            "duration_s": duration})
+    return Message("system", "…", tool=tool, call=CallRecord(tool, outcome, duration))
 
 
 def reply(model: str, provider: str, url: str | None, **usage: int) -> Message:
-    metadata: dict[str, object] = {"model": model, "provider": provider, "usage": usage}
-    if url:
-        metadata["provider_url"] = url
-    return Message("assistant", "…", metadata=metadata)
+    return Message("assistant", "…", reply=ReplyRecord(model, provider, url, Usage(**usage)))
 
 
 def test_tools_are_counted_per_call_with_percentiles() -> None:
@@ -45,6 +41,6 @@ def test_known_models_are_priced_and_local_ones_are_unknown() -> None:
 
 
 def test_a_reply_without_usage_makes_the_cost_unknown() -> None:
-    bare = Message("assistant", "…", metadata={"model": "gpt-4o", "provider": "openai"})
+    bare = Message("assistant", "…", reply=ReplyRecord("gpt-4o", "openai"))
     assert collect([[bare]]).models["openai/gpt-4o"].cost is None
     assert collect([[]]).cost == Decimal(0)

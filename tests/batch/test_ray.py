@@ -16,6 +16,7 @@ import pytest
 
 from fencecall.batch import BatchOptions, ResultFile, TaskResult
 from fencecall.batch.ray_backend import run_batch_ray
+from fencecall.message import Outcome
 from tests.cli.conftest import cli_env
 from tests.fakeserver import FakeModelServer
 
@@ -45,7 +46,7 @@ def test_shards_run_on_ray_and_each_task_is_written_once(
         "r5", f"if [ ! -e {marker} ]; then touch {marker}; kill -9 $PPID; fi; echo r5 > mine.txt")
     out = tmp_path / "results.jsonl"
     with ResultFile(out) as results:  # one task finished in an earlier run
-        results.append(TaskResult("r0", "done", final="earlier"))
+        results.append(TaskResult("r0", Outcome.DONE, final="earlier"))
     started: list[str] = []
     run = dataclasses.replace(options, concurrency=3)
     got = list(run_batch_ray([task(i) for i in ids], run, out=out, shard_size=4,

@@ -10,6 +10,7 @@ import pytest
 from fencecall.batch import ResultFile, ResultFileError, TaskError, TaskResult, load_tasks
 from fencecall.batch.results import ToolCallRecord
 from fencecall.batch.runner import folder_name
+from fencecall.message import Outcome
 
 
 def write_lines(path: Path, *records: object) -> Path:
@@ -74,7 +75,7 @@ def test_folder_names_are_safe_and_distinct() -> None:
 
 def test_results_are_appended_and_read_back(tmp_path: Path) -> None:
     path = tmp_path / "out" / "results.jsonl"
-    result = TaskResult("a", "done", final="ok", steps=2,
+    result = TaskResult("a", Outcome.DONE, final="ok", steps=2,
                         tool_calls=(ToolCallRecord("shell", "ok", 0.1),
                                     ToolCallRecord("save", "error", None, "boom")),
                         tool_errors=1, tokens={"input_tokens": 3})
@@ -95,7 +96,7 @@ def test_a_torn_last_line_is_set_aside_and_its_task_runs_again(tmp_path: Path) -
     with ResultFile(path) as results:
         assert results.finished == {"a"}
         assert any("torn" in note for note in results.notes)
-        results.append(TaskResult("b", "done"))
+        results.append(TaskResult("b", Outcome.DONE))
     assert [json.loads(line)["id"] for line in path.read_text().splitlines()] == ["a", "b"]
     [side] = tmp_path.glob("r.jsonl.torn-*")
     assert side.read_text() == '{"id": "b", "status": "do'

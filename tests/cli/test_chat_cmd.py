@@ -155,7 +155,7 @@ def test_step_limit(fencecall: CLI, tmp_path: Path) -> None:
     assert result.returncode == 1
     assert len(server.requests) == 2
     assert "step limit" in result.stdout
-    assert log_of(tmp_path, "lim")[-1]["metadata"] == {"status": "step-limit"}
+    assert log_of(tmp_path, "lim")[-1]["metadata"] == {"ending": "step-limit"}
 
 
 def test_anthropic_provider_from_config(fencecall: CLI, workspace: Path,

@@ -32,8 +32,8 @@ from fencecall.tools.events import (
 F = "```"
 
 
-def run(session: Session, text: str) -> list[str]:
-    return [m.content for m in session.execute(text)]
+def run(session: Session, text: str, fmt: str = "markdown") -> list[str]:
+    return [m.content for m in session.execute(text, fmt)]
 
 
 def test_markdown_block_runs_with_args_and_generator_results(toolchain: Toolchain,
@@ -57,8 +57,8 @@ def test_function_tool_in_every_format(toolchain: Toolchain, tmp_path: Path) -> 
         "tool": '@add(c9): {"a": 2, "b": 3, "mode": "loud"}',
     }
     for fmt, text in texts.items():
-        session = Session(toolchain, workspace=tmp_path, fmt=fmt)
-        [result] = list(session.execute(text))
+        session = Session(toolchain, workspace=tmp_path)
+        [result] = list(session.execute(text, fmt))
         assert result.content == "5!"
         assert result.role == "system"
         assert result.call_id == ("c9" if fmt == "tool" else None)
@@ -72,8 +72,8 @@ def test_bad_argument_reaches_the_model_as_a_message(toolchain: Toolchain,
 
 
 def test_unknown_named_tool_is_reported(toolchain: Toolchain, tmp_path: Path) -> None:
-    session = Session(toolchain, workspace=tmp_path, fmt="tool")
-    [message] = run(session, '@nope(x): {"a": 1}')
+    session = Session(toolchain, workspace=tmp_path)
+    [message] = run(session, '@nope(x): {"a": 1}', "tool")
     assert message.startswith("Unknown tool 'nope'. Available tools: ")
 
 
@@ -95,18 +95,18 @@ def test_ctrl_c_interrupts_the_call_and_stops_the_rest(toolchain: Toolchain,
 
 def test_every_call_id_is_answered_after_an_interrupt(toolchain: Toolchain,
                                                       tmp_path: Path) -> None:
-    session = Session(toolchain, workspace=tmp_path, fmt="tool")
+    session = Session(toolchain, workspace=tmp_path)
     text = '@interrupt(c1): {}\n@add(c2): {"a": 1}\n@add(c3): {"a": 2}\n'
-    results = list(session.execute(text))
-    assert [(m.call_id, m.metadata["tool"], m.status) for m in results] == [
+    results = list(session.execute(text, "tool"))
+    assert [(m.call_id, m.tool, m.status) for m in results] == [
         ("c1", "interrupt", Status.INTERRUPTED), ("c2", "add", Status.INTERRUPTED),
         ("c3", "add", Status.INTERRUPTED)]
 
 
 def test_a_blocked_message_answers_each_call(toolchain: Toolchain, tmp_path: Path) -> None:
-    session = Session(toolchain, workspace=tmp_path, fmt="tool")
+    session = Session(toolchain, workspace=tmp_path)
     session.hooks.add(MESSAGE_PRE_PROCESS, lambda d: Block("read-only hour"))
-    results = list(session.execute('@add(c1): {"a": 1}\n@add(c2): {"a": 2}\n'))
+    results = list(session.execute('@add(c1): {"a": 1}\n@add(c2): {"a": 2}\n', "tool"))
     assert [(m.call_id, m.status) for m in results] == [("c1", Status.BLOCKED),
                                                          ("c2", Status.BLOCKED)]
     assert results[0].content == "The message's tool calls were not run: read-only hour"
@@ -252,8 +252,7 @@ def test_render_call_converts_between_formats(toolchain: Toolchain) -> None:
 
 def test_informational_tools_are_not_run(toolchain: Toolchain, tmp_path: Path) -> None:
     assert run(Session(toolchain, workspace=tmp_path), f"{F}notes\nx\n{F}\n") == []
-    [answer] = list(Session(toolchain, workspace=tmp_path, fmt="tool").execute(
-        '@notes(c1): {}'))
+    [answer] = list(Session(toolchain, workspace=tmp_path).execute('@notes(c1): {}', "tool"))
     assert (answer.call_id, answer.status) == ("c1", Status.ERROR)
     assert answer.content == "notes only describes something to you; it cannot be called."
 
@@ -265,9 +264,9 @@ def test_execute_accepts_a_message(toolchain: Toolchain, tmp_path: Path) -> None
 
 def test_calls_that_cannot_run_are_told_in_their_place(toolchain: Toolchain,
                                                        tmp_path: Path) -> None:
-    session = Session(toolchain, workspace=tmp_path, fmt="tool")
+    session = Session(toolchain, workspace=tmp_path)
     text = '@add(c1): {"a": 1}\n@add(c2): {"a": two}\n@add(c3): {"a": 3}\n@echo(c4): {"text":\n'
-    results = list(session.execute(text))
+    results = list(session.execute(text, "tool"))
     assert [m.content.split(" (")[0] for m in results] == [
         "2", "The @add(c2) call on line 2 has arguments that are not valid JSON", "4",
         "The @echo(c4) call on line 4 never ends"]

@@ -85,7 +85,7 @@ def test_confirmed_shell_writes_only_inside_the_workspace(workspace: Path,
                   f"python3 -c \"open('{outside / 'd'}', 'w')\"")))
     assert (workspace / "inside.txt").read_text() == "in\n"
     assert sorted(p.name for p in outside.iterdir()) == []
-    assert results[1].metadata["exit_code"] != 0
+    assert results[1].exit_code != 0
 
 
 @needs_bwrap

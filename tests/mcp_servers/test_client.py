@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fencecall.execution import Session
 from fencecall.execution.confirm import auto_no
 from fencecall.message import Status
 from fencecall.tools import Toolchain
@@ -19,8 +20,8 @@ from fencecall.tools.mcp import McpServerConfig, McpServers
 from .conftest import alive, flaky, session_with
 
 
-def _run(session: object, reply: str) -> list[tuple[str | None, str]]:
-    return [(m.metadata.get("status"), m.content) for m in session.execute(reply)]  # type: ignore[attr-defined]
+def _run(session: Session, reply: str, fmt: str = "markdown") -> list[tuple[str | None, str]]:
+    return [(m.status, m.content) for m in session.execute(reply, fmt)]
 
 
 def test_tools_are_listed_with_schema_hints_and_confirmation(servers: McpServers) -> None:
@@ -46,8 +47,8 @@ def test_tools_are_listed_with_schema_hints_and_confirmation(servers: McpServers
 ])
 def test_callable_in_every_format(servers: McpServers, workspace: Path, reply: str) -> None:
     fmt = "markdown" if reply.startswith("```") else "tool" if reply.startswith("@") else "xml"
-    with session_with(servers, workspace, fmt=fmt) as session:
-        assert _run(session, reply) == [(None, "42")]
+    with session_with(servers, workspace) as session:
+        assert _run(session, reply, fmt) == [(None, "42")]
 
 
 def test_one_text_parameter_takes_the_block_body(servers: McpServers, workspace: Path) -> None:

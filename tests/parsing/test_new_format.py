@@ -85,8 +85,8 @@ def test_a_new_format_parses_streams_and_renders() -> None:
 
 def test_a_new_format_runs_in_a_session_and_teaches_itself(tmp_path: Path) -> None:
     toolchain = Toolchain.build(catalogue=CATALOGUE)
-    with Session(toolchain, workspace=tmp_path, fmt=ARROWS) as session:
-        assert [m.content for m in session.execute(REPLY)] == ["5", "echo: hi", "args: ()"]
+    with Session(toolchain, workspace=tmp_path) as session:
+        assert [m.content for m in session.execute(REPLY, ARROWS)] == ["5", "echo: hi", "args: ()"]
     prompt = toolchain.instructions(ARROWS)
     assert prompt.startswith(ARROWS.preamble)
     assert '>>> echo {"text": "hi"}' in prompt

@@ -440,5 +440,5 @@ def test_instructions_teach_each_format_with_examples_in_it(fmt: str, example: s
     ("auto", "[add(a=2, b=3)]\n"),
 ])
 def test_each_format_runs_in_a_session(tmp_path: Path, fmt: str, reply: str) -> None:
-    with Session(Toolchain.build(catalogue=CATALOGUE), workspace=tmp_path, fmt=fmt) as session:
-        assert [m.content for m in session.execute(reply)] == ["5"]
+    with Session(Toolchain.build(catalogue=CATALOGUE), workspace=tmp_path) as session:
+        assert [m.content for m in session.execute(reply, fmt)] == ["5"]

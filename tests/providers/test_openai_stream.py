@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fencecall.message import Message
+from fencecall.message import Message, Usage
 from fencecall.providers import ChatRequest
-from fencecall.providers.base import NativeCall, StreamEnd, TextDelta, Usage
+from fencecall.providers.base import NativeCall, StreamEnd, TextDelta
 from fencecall.providers.openai_provider import OpenAIProvider
 from tests.fakeserver import FakeModelServer, Reply
 

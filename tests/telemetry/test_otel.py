@@ -117,9 +117,9 @@ def test_content_is_recorded_only_when_asked_cut_and_redacted(tmp_path: Path) ->
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(spans))
         with telemetry.using(OtelTelemetry(provider, MeterProvider(), content=content)), \
-                Session(tools, workspace=tmp_path, sandbox="off", fmt="tool",
+                Session(tools, workspace=tmp_path, sandbox="off",
                         secrets={"KEY": secret}) as session:
-            list(session.execute(f'@leak(c1): {{"q": "what is {secret}?"}}'))
+            list(session.execute(f'@leak(c1): {{"q": "what is {secret}?"}}', "tool"))
         [span] = spans.get_finished_spans()
         attributes = dict(span.attributes or {})
         if not content:

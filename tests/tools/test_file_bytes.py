@@ -89,10 +89,10 @@ def test_read_on_hint_parses_back_in_each_format(workspace: Path) -> None:
              "tool": '@read(r1): {"path": "long.txt"}'}
     for fmt, text in calls.items():
         with Session(Toolchain.build(["read"]), workspace=workspace, confirm=auto_yes,
-                     fmt=fmt, sandbox="off") as session:
-            [first] = list(session.execute(text))
+                     sandbox="off") as session:
+            [first] = list(session.execute(text, fmt))
             hint = first.content.split("read on with:]\n")[1]
-            [again] = list(session.execute(hint))
+            [again] = list(session.execute(hint, fmt))
         assert again.content.startswith(f"long.txt (lines {read.MAX_LINES + 1}-3000"), fmt
 
 

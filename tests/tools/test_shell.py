@@ -25,7 +25,7 @@ def test_stdout_stderr_and_exit_code_are_separate(run: Run) -> None:
     assert "stdout:\n```\nout\n```" in result.content
     assert "stderr:\n```\nerr\n```" in result.content
     assert "Exit code: 3" in result.content
-    assert result.metadata["exit_code"] == 3
+    assert result.exit_code == 3
 
 
 def test_cwd_and_environment_persist(run: Run, workspace: Path) -> None:

@@ -1,12 +1,13 @@
 """The agent: conversations (on disk or in memory) and the loop that drives a model with
 tools."""
 
+from ..message import Outcome
 from .context import ContextOverflow
 from .conversation import Conversation, ConversationError, ConversationInfo
 from .loop import (
     Agent,
     AgentEvent,
-    Outcome,
+    EventSink,
     ReplyDone,
     ReplyText,
     Retrying,
@@ -25,6 +26,7 @@ __all__ = [
     "Conversation",
     "ConversationError",
     "ConversationInfo",
+    "EventSink",
     "NearMiss",
     "Outcome",
     "ReplyDone",

@@ -15,10 +15,11 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any
 
 from ..errors import UserError
-from ..message import Message, Role
+from ..log_records import from_record, to_record
+from ..message import Message
 
 LOG_NAME = "conversation.jsonl"
 PRIVATE_FOLDER = 0o700
@@ -28,37 +29,6 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 class ConversationError(UserError, ValueError):
     """A conversation name is invalid, taken, or not found."""
-
-
-def _message_record(message: Message) -> dict[str, Any]:
-    record: dict[str, Any] = {"op": "message", "role": message.role, "content": message.content,
-                              "time": message.timestamp.isoformat()}
-    if message.call_id is not None:
-        record["call_id"] = message.call_id
-    if message.metadata:
-        record["metadata"] = dict(message.metadata)
-    return record
-
-
-def _message_from(record: dict[str, Any]) -> Message | None:
-    """The message a record holds, or None when it is not one this code could have written
-    (a log is data: it may have been edited, by hand or by a model)."""
-    role, content, call_id = record.get("role"), record.get("content"), record.get("call_id")
-    metadata = record.get("metadata") or {}
-    if role not in get_args(Role) or not isinstance(content, str) or not isinstance(
-            metadata, dict) or not (call_id is None or isinstance(call_id, str)):
-        return None
-    calls = metadata.get("tool_calls")
-    if calls is not None and not (isinstance(calls, list) and all(
-            isinstance(c, dict) and isinstance(c.get("id"), str)
-            and isinstance(c.get("name"), str) and isinstance(c.get("arguments"), dict)
-            for c in calls)):
-        return None
-    try:
-        time = datetime.fromisoformat(record["time"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    return Message(cast(Role, role), content, call_id, time, metadata)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +142,7 @@ class Conversation:
     # -- changing ------------------------------------------------------------------------
 
     def append(self, message: Message) -> None:
-        self._write(_message_record(message))
+        self._write(to_record(message))
         self.messages.append(message)
 
     def undo(self, count: int = 1) -> list[Message]:
@@ -222,7 +192,7 @@ class Conversation:
                 self.notes.append(f"an undo record of {self.path} has no count of 1 or more "
                                   "and was ignored")
         elif record.get("op") == "message":
-            message = _message_from(record)
+            message = from_record(record)
             if message is not None:
                 self.messages.append(message)
             else:

@@ -17,13 +17,21 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
 
 from .. import telemetry
 from ..config import Sampling
 from ..execution import Session, resolve
-from ..message import Message, Status, system
-from ..parsing import Diagnostic, StreamParser, ToolCall, parse_calls
+from ..message import Message, NativeCallRecord, Outcome, ReplyRecord, Status, system
+from ..parsing import (
+    MARKDOWN,
+    CallFormat,
+    Diagnostic,
+    FormatLike,
+    StreamParser,
+    ToolCall,
+    get_format,
+    parse_calls,
+)
 from ..providers import (
     ChatRequest,
     NativeCall,
@@ -38,7 +46,6 @@ from .conversation import Conversation
 from .near_miss import feedback, near_misses
 from .prompt import system_prompt
 from .repetition import RepetitionGuard
-from .settings import RunSettings
 
 UNFINISHED = ("No result was recorded for this call: fencecall stopped while it was running "
               "(or before it started). It may have run in part; check before repeating it.")
@@ -87,18 +94,6 @@ AgentEvent = ReplyText | ReplyDone | ToolResult | Retrying | StepLimit
 EventSink = Callable[[AgentEvent], None]
 
 
-class Outcome(Enum):
-    """How a run of the loop ended."""
-
-    DONE = "done"
-    """The model answered without a call."""
-    STEP_LIMIT = "step-limit"
-    GAVE_UP = "gave-up"
-    """Reply after reply held calls that could not run, despite the feedback."""
-    INTERRUPTED = "interrupted"
-    """The user stopped a reply or a call (Ctrl-C)."""
-
-
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """What :meth:`Agent.run` gives back: how the run ended, the model's last words, and the
@@ -138,7 +133,8 @@ class Agent:
     """
 
     def __init__(self, provider: Provider, model: str, session: Session,
-                 conversation: Conversation | None = None, *, max_steps: int = 30,
+                 conversation: Conversation | None = None, *, fmt: FormatLike = MARKDOWN,
+                 max_steps: int = 30,
                  max_tokens: int = 4096,
                  retries: int = 2, backoff: float = 1.0, on_event: EventSink | None = None,
                  sleep: Callable[[float], None] = time.sleep, feedback_limit: int = 3,
@@ -147,6 +143,7 @@ class Agent:
         self.provider = provider
         self.model = model
         self.session = session
+        self.format: CallFormat = get_format(fmt)
         self.conversation = conversation if conversation is not None else Conversation()
         self.max_steps = max_steps
         self.max_tokens = max_tokens
@@ -157,19 +154,7 @@ class Agent:
         self.feedback_limit = feedback_limit
         self.sampling = sampling or Sampling()
         self.context_window = context_window
-        self._system = system_prompt(session, compact=compact)
-
-    @classmethod
-    def configured(cls, settings: RunSettings, provider: Provider, session: Session,
-                   conversation: Conversation | None = None, *,
-                   on_event: EventSink | None = None,
-                   sleep: Callable[[float], None] = time.sleep) -> Agent:
-        """An agent for a run whose settings :func:`~fencecall.agent.settings.resolve` made."""
-        return cls(provider, settings.model.partition("/")[2], session, conversation,
-                   max_steps=settings.max_steps, max_tokens=settings.max_tokens,
-                   retries=settings.retries, on_event=on_event, sleep=sleep,
-                   feedback_limit=settings.feedback_limit, sampling=settings.sampling,
-                   compact=settings.compact, context_window=settings.context_window)
+        self._system = system_prompt(session, self.format, compact=compact)
 
     def run(self, prompt: str) -> RunResult:
         """:meth:`send` ``prompt``, and what came of it."""
@@ -217,7 +202,7 @@ class Agent:
                 fruitless = 0
                 continue
             if not told and self.feedback_limit > 0:
-                misses = near_misses(reply.message.content, self.session.format,
+                misses = near_misses(reply.message.content, self.format,
                                      self.session.toolchain)
                 if misses:
                     self._record(system(feedback(misses), Status.ERROR,
@@ -229,12 +214,13 @@ class Agent:
             if self.feedback_limit > 0 and fruitless >= self.feedback_limit:
                 self.conversation.append(system(
                     f"Stopped: {fruitless} replies in a row held calls that could not run, "
-                    "despite the feedback on each.", Status.GAVE_UP))
+                    "despite the feedback on each.", ending=Outcome.GAVE_UP))
                 self._emit(ToolResult(self.conversation.messages[-1]))
                 return Outcome.GAVE_UP
         self._emit(StepLimit(self.max_steps))
         self.conversation.append(system(
-            f"Stopped after {self.max_steps} steps (the step limit).", Status.STEP_LIMIT))
+            f"Stopped after {self.max_steps} steps (the step limit).",
+            ending=Outcome.STEP_LIMIT))
         return Outcome.STEP_LIMIT
 
     def _answer_unfinished(self) -> None:
@@ -248,23 +234,23 @@ class Agent:
             return
         reply, after = messages[last], messages[last + 1 :]
         answered = {m.call_id for m in after}
-        native = [c for c in reply.metadata.get("tool_calls") or () if c["id"] not in answered]
+        native = [call for call in reply.native_calls if call.id not in answered]
         for call in native:
-            self._record(system(UNFINISHED, Status.INTERRUPTED).tagged(call["id"], call["name"]))
+            self._record(system(UNFINISHED, Status.INTERRUPTED).tagged(call.id, call.name))
         if not after and not native and self._has_calls(reply):
             self._record(system(UNFINISHED, Status.INTERRUPTED))
 
     def _has_calls(self, reply: Message) -> bool:
         toolchain = self.session.toolchain
         return any(resolve(call, toolchain) is not None
-                   for call in parse_calls(reply.content, self.session.format))
+                   for call in parse_calls(reply.content, self.format))
 
     def _record(self, result: Message) -> None:
         self.conversation.append(result)
         self._emit(ToolResult(result))
 
     def _request(self) -> ChatRequest:
-        fmt = self.session.format
+        fmt = self.format
         tools = tuple(spec.function_schema(fmt) for spec in self.session.toolchain.tools
                       if spec.is_runnable) if fmt.native else ()
         messages = tuple(self.conversation.messages)
@@ -289,7 +275,7 @@ class Agent:
 
     def _generate_once(self) -> _Reply:
         """Stream one reply; stop it at its first complete runnable call."""
-        parser = StreamParser(self.session.format)
+        parser = StreamParser(self.format)
         text: list[str] = []
         calls: list[ToolCall] = []
         native: list[NativeCall] = []
@@ -336,20 +322,12 @@ class Agent:
         if calls and stopped_early:
             reply = _up_to(reply, calls[0])
         native_calls = [self._native_call(call) for call in native]
-        metadata: dict[str, object] = {"model": self.model, "provider": self.provider.name}
-        if self.provider.url:
-            metadata["provider_url"] = self.provider.url
-        if usage is not None:
-            metadata["usage"] = usage.as_dict()
-        if native_calls:
-            metadata["tool_calls"] = [{"id": c.call_id, "name": c.name,
-                                       "arguments": dict(c.kwargs)} for c in native_calls]
         cut = end is not None and end.cut and not stopped_early
-        if cut:
-            metadata["cut"] = end.stop_reason if end else None
-        if looped is not None:
-            metadata["loop"] = looped
-        message = Message("assistant", reply, metadata=metadata)
+        message = Message("assistant", reply, reply=ReplyRecord(
+            self.model, self.provider.name, self.provider.url or None, usage,
+            tuple(NativeCallRecord(call.call_id or "", call.name, dict(call.kwargs))
+                  for call in native_calls),
+            cut, end.stop_reason if cut and end else None, looped))
         self._emit(ReplyDone(message, stopped_early or looped is not None))
         diagnostics = [] if looped is not None else parser.diagnostics
         return _Reply(message, [] if interrupted else calls, diagnostics, interrupted,
@@ -371,7 +349,7 @@ class Agent:
             arguments = {"arguments (not a JSON object)": call.arguments}
         spec = self.session.toolchain.get(call.name)
         return ToolCall(spec.name if spec else call.name, kwargs=arguments,
-                        call_id=call.call_id, format=self.session.format.name)
+                        call_id=call.call_id, format=self.format.name)
 
 
 def _up_to(reply: str, call: ToolCall) -> str:

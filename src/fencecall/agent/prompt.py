@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..execution import Session
+from ..parsing import MARKDOWN, FormatLike, get_format
 
 BASE = (
     "You are fencecall, an assistant that gets things done by using tools on the user's "
@@ -17,11 +18,14 @@ COMPACT_BASE = (
     "decide the next step. When the task is done, answer without a tool.")
 
 
-def system_prompt(session: Session, *, compact: bool = False) -> str:
-    """The system prompt; ``compact`` is the short form for small models and windows."""
+def system_prompt(session: Session, fmt: FormatLike = MARKDOWN, *,
+                  compact: bool = False) -> str:
+    """The system prompt for calls written in ``fmt`` (a format or its name); ``compact`` is
+    the short form for small models and windows."""
+    fmt = get_format(fmt)
     parts = [COMPACT_BASE if compact else BASE, f"The workspace is {session.workspace}."]
-    if session.format.native:
+    if fmt.native:
         parts.append(NATIVE)
     else:
-        parts.append(session.toolchain.instructions(session.format, compact=compact))
+        parts.append(session.toolchain.instructions(fmt, compact=compact))
     return "\n\n".join(parts)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from ..message import Message
+from ..message import CallRecord, Message, ReplyRecord
 
 DENIED = frozenset({"blocked", "declined"})
 FAILED = frozenset({"error", "interrupted"})
@@ -70,40 +70,36 @@ def collect(conversations: Iterable[Sequence[Message]]) -> Stats:
     stats = Stats()
     for messages in conversations:
         for message in messages:
-            if message.role == "assistant" and "model" in message.metadata:
-                _count_reply(stats, message)
-            elif message.role == "system" and "outcome" in message.metadata:
-                _count_call(stats, message)
+            if message.reply is not None and message.reply.model:
+                _count_reply(stats, message.reply)
+            elif message.call is not None:
+                _count_call(stats, message.call)
     return stats
 
 
-def _count_call(stats: Stats, result: Message) -> None:
-    tool = str(result.metadata.get("tool") or "(unknown)")
-    entry = stats.tools.setdefault(tool, ToolStats())
+def _count_call(stats: Stats, call: CallRecord) -> None:
+    entry = stats.tools.setdefault(call.tool, ToolStats())
     entry.calls += 1
-    outcome = result.metadata["outcome"]
-    entry.failures += outcome in FAILED
-    entry.denials += outcome in DENIED
-    duration = result.metadata.get("duration_s")
-    if isinstance(duration, int | float) and outcome not in DENIED:
-        entry.durations.append(float(duration))
+    entry.failures += call.outcome in FAILED
+    entry.denials += call.outcome in DENIED
+    if call.outcome not in DENIED:
+        entry.durations.append(call.duration_s)
 
 
-def _count_reply(stats: Stats, reply: Message) -> None:
-    meta = reply.metadata
-    provider = str(meta.get("provider") or "")
-    key = f"{provider}/{meta['model']}" if provider else str(meta["model"])
-    url = meta.get("provider_url")
-    entry = stats.models.setdefault(key, ModelStats(provider, str(url) if url else None))
+def _count_reply(stats: Stats, reply: ReplyRecord) -> None:
+    provider = reply.provider
+    key = f"{provider}/{reply.model}" if provider else reply.model
+    entry = stats.models.setdefault(key, ModelStats(provider, reply.provider_url))
     entry.replies += 1
-    usage = meta.get("usage")
-    if not isinstance(usage, dict):
+    usage = reply.usage
+    if usage is None:
         entry.unmetered += 1
         entry.cost = None  # a reply without usage cannot be priced
         return
+    counts = usage.as_dict()
     for kind in TOKEN_KINDS:
-        entry.tokens[kind] += int(usage.get(kind) or 0)
-    price = price_of(str(meta["model"]), provider, entry.url, usage)
+        entry.tokens[kind] += counts[kind]
+    price = price_of(reply.model, provider, entry.url, counts)
     entry.cost = None if price is None or entry.cost is None else entry.cost + price
 
 

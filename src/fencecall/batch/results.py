@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..message import Outcome
 
-STATUSES = ("done", "step-limit", "gave-up", "error", "timeout")
-"""How a task ended: the model answered; it hit its step limit; reply after reply ran
-nothing despite feedback; the model or the task's setup failed; it ran past its timeout."""
+STATUSES = tuple(outcome.value for outcome in Outcome if outcome is not Outcome.INTERRUPTED)
+"""How a task may end (a :class:`~fencecall.message.Outcome`; nobody is there to interrupt
+it): the model answered; it hit its step limit; reply after reply ran nothing despite
+feedback; the model or the task's setup failed; it ran past its timeout; the batch stopped."""
 
 
 class ResultFileError(UserError, OSError):
@@ -46,7 +48,7 @@ class TaskResult:
     """What one task came to: a line of the results file (:meth:`record`)."""
 
     id: str
-    status: str
+    status: Outcome
     final: str | None = None
     """The model's last reply (its answer when ``status`` is done)."""
     error: str | None = None
@@ -72,7 +74,7 @@ class TaskResult:
 
     @property
     def failed(self) -> bool:
-        return self.status != "done"
+        return self.status is not Outcome.DONE
 
     def record(self) -> dict[str, Any]:
         record = asdict(self)
@@ -85,6 +87,7 @@ class TaskResult:
         known = {name: record[name] for name in cls.__dataclass_fields__ if name in record}
         known["tool_calls"] = tuple(ToolCallRecord(**call)
                                     for call in record.get("tool_calls") or ())
+        known["status"] = Outcome(record["status"])
         return cls(**known)
 
 

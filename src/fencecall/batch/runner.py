@@ -19,19 +19,20 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from ..agent import Agent, Conversation, Outcome
-from ..agent.settings import Overrides, resolve
+from .. import assembly
+from ..agent import Conversation
 from ..agent.stats import TOKEN_KINDS, collect
+from ..assembly import Overrides, RunSettings, resolve
 from ..config import Config, check_apart
 from ..errors import UserError
 from ..execution import Session, auto_no, auto_yes
-from ..message import Message
-from ..providers import ChatRequest, Provider, ProviderError, StreamEvent, get_provider
+from ..message import Message, Outcome
+from ..providers import ChatRequest, Provider, ProviderError, StreamEvent
 from ..secrecy import tool_environment
 from ..tools import Block, HookRegistry, Toolchain
 from ..tools.events import TOOL_PRE_EXECUTE, ToolPreExecute
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 KeepPolicy = Literal["all", "failed", "none"]
-STATUS_OF = {Outcome.DONE: "done", Outcome.STEP_LIMIT: "step-limit",
-             Outcome.GAVE_UP: "gave-up", Outcome.INTERRUPTED: "error"}
 ERROR_TEXT = 500
 """Characters kept of a failed call's result in the task's result."""
 
@@ -93,6 +92,14 @@ class BatchOptions:
     def __post_init__(self) -> None:
         # task workspaces are made (and removed) below the folder: the logs must not be
         check_apart(self.config, [("the batch folder", self.folder.resolve())])
+
+    @property
+    def overrides(self) -> Overrides:
+        """What these options say of every task's settings."""
+        return Overrides(model=self.model, tools=self.tools, format=self.format,
+                         max_steps=self.max_steps, max_tokens=self.max_tokens,
+                         retries=self.retries, timeout=self.request_timeout,
+                         sandbox=self.sandbox, network=self.network)
 
 
 TASKS_PER_CLIENT = 8
@@ -178,7 +185,7 @@ def _kill(resource: object) -> None:
 class _StoppableSession(Session):
     """A session whose resources its task's :class:`Stop` knows about."""
 
-    def __init__(self, stop: Stop, toolchain: Toolchain, **options: Any):
+    def __init__(self, toolchain: Toolchain, *, stop: Stop, **options: Any):
         self._stop = stop
         super().__init__(toolchain, **options)
 
@@ -222,11 +229,13 @@ class Runner:
         config = options.config
         self.secrets = dict(options.secrets if options.secrets is not None
                             else config.secret_values(os.environ))
-        sandbox, self.warning = choose_sandbox(options.sandbox or config.sandbox, [],
-                                               network=self.network)
+        self.defaults = resolve(config, options.overrides)
+        """The settings of a task that says nothing of its own."""
+        sandbox, self.warning = choose_sandbox(self.defaults.sandbox, [],
+                                               network=self.defaults.network)
         self.policy = sandbox.policy
         self._lock = threading.Lock()
-        self._providers: dict[tuple[str, float, int], tuple[Provider, str]] = {}
+        self._providers: dict[tuple[str, float, int], Provider] = {}
         self._turn = 0
         self._toolchains: dict[tuple[str, ...] | None, Toolchain] = {}
         declared = (options.mcp_servers if options.mcp_servers is not None
@@ -249,60 +258,45 @@ class Runner:
         if self._mcp is not None:
             self._mcp.close()
 
-    @property
-    def network(self) -> bool:
-        option = self.options.network
-        return self.options.config.network if option is None else option
-
-    @property
-    def retries(self) -> int:
-        option = self.options.retries
-        return self.options.config.retries if option is None else option
-
     def timeout_of(self, task: Task) -> float | None:
         return task.timeout or self.options.timeout
 
-    def _provider(self, model: str, task: Task) -> tuple[Provider, str]:
+    def _provider(self, settings: RunSettings, task: Task) -> Provider:
         """A provider for the model (and request timeout), taken in turn from a few shared
         ones: the SDK clients are thread-safe but each holds one connection pool behind one
         lock, which a hundred threads queue on; a client per task costs far more to make."""
-        wait = self.options.request_timeout or self.options.config.timeout
         limit = self.timeout_of(task)
-        wait = min(wait, limit) if limit else wait
+        wait = min(settings.request_timeout, limit) if limit else settings.request_timeout
         with self._lock:
             self._turn += 1
-            key = (model, wait, self._turn % _clients_for(self.options.concurrency))
+            key = (str(settings.model), wait, self._turn % _clients_for(self.options.concurrency))
             if key not in self._providers:
-                self._providers[key] = get_provider(model, self.options.config, self.secrets,
-                                                    timeout=wait, retries=self.retries)
+                self._providers[key] = assembly.provider(
+                    replace(settings, request_timeout=wait), self.options.config, self.secrets)
             return self._providers[key]
 
-    def _toolchain(self, names: Sequence[str] | None, workspace: Path) -> Toolchain:
+    def _toolchain(self, settings: RunSettings) -> Toolchain:
         """Toolchains are immutable, so tasks with one allowlist share one (tool files,
         ``.py`` entries, are loaded from each task's own workspace)."""
-        config = self.options.config
+        config, names = self.options.config, settings.tools
         if names is not None and any(name.endswith(".py") for name in names):
             with self._lock:
-                extra = self._mcp.tools(names) if self._mcp is not None else []
-            return Toolchain.build(names, root=workspace, packages=config.tool_packages,
-                                   extra=extra)
-        key = tuple(names) if names is not None else None
+                return assembly.toolchain(settings, config, self._mcp)
         with self._lock:  # built once: the first wave of tasks all asks at the same moment
-            if key not in self._toolchains:
-                extra = self._mcp.tools(names) if self._mcp is not None else []
-                self._toolchains[key] = Toolchain.build(names, root=workspace,
-                                                        packages=config.tool_packages,
-                                                        extra=extra)
-            return self._toolchains[key]
+            if names not in self._toolchains:
+                self._toolchains[names] = assembly.toolchain(settings, config, self._mcp)
+            return self._toolchains[names]
 
     def run(self, task: Task, stop: Stop) -> TaskResult:
         """Run ``task`` to its end; every failure is the result's status."""
         started, clock = datetime.now(UTC), time.monotonic()
         folder = self.options.folder.resolve() / "tasks" / folder_name(task.id)
         workspace = folder / "workspace"
-        config, options = self.options.config, self.options
-        model = task.model or options.model or config.model
-        status, error, base = "error", None, None
+        config = self.options.config
+        model: str | None = None
+        status: Outcome = Outcome.ERROR
+        error: str | None = None
+        base = None
         session: Session | None = None
         conversation: Conversation | None = None
         try:
@@ -311,46 +305,50 @@ class Runner:
             folder.mkdir(parents=True, mode=0o700)
             base = prepare(task.workspace, workspace)
             stop.check()
-            if not model:
+            settings = resolve(config, task.overrides, self.options.overrides,
+                               Overrides(workspace=workspace))
+            model = settings.model
+            if model is None:
                 raise SetupError("no model: give the task a model, pass --model, or set one "
                                  "in the configuration")
-            provider, _ = self._provider(model, task)
+            provider = self._provider(settings, task)
             hooks = HookRegistry()
             hooks.add(TOOL_PRE_EXECUTE, _blocked_when(stop), priority=1_000_000,
                       name="batch-stop")
-            session = _StoppableSession(
-                stop, self._toolchain(task.tools or options.tools or config.tools, workspace),
-                workspace=workspace, confirm=auto_yes if options.yes else auto_no,
-                fmt=task.format or options.format or config.format, hooks=hooks,
-                sandbox=self.policy, network=self.network, pass_env=config.pass_env,
-                secrets=self.secrets)
+            env = assembly.environment(settings, config, self.secrets,
+                                       warn=_said_once)  # the batch warned at its start
+            session = assembly.session(
+                env, config, self._toolchain(settings), kind=_StoppableSession, stop=stop,
+                confirm=auto_yes if self.options.yes else auto_no, hooks=hooks)
             conversation = Conversation(folder)
-            conversation.remember({"model": model, "format": session.format.name,
+            conversation.remember({"model": model, "format": settings.format.name,
                                    "tools": list(session.toolchain.names()),
-                                   "workspace": str(workspace), "sandbox": str(self.policy),
-                                   "batch_task": task.id})
-            status = STATUS_OF[self._agent(provider, model, session, conversation,
-                                           task, stop).send(task.prompt)]
+                                   "workspace": str(workspace),
+                                   "sandbox": str(env.sandbox.policy), "batch_task": task.id})
+            status = assembly.agent(settings, _StoppableProvider(provider, stop), session,
+                                    conversation, sleep=stop.sleep).send(task.prompt)
+            if status is Outcome.INTERRUPTED:  # nobody is there to press Ctrl-C
+                status = Outcome.ERROR
         except Stopped:
             pass
         except Exception as err:
-            status, error = "error", _describe(err)
+            status, error = Outcome.ERROR, _describe(err)
         finally:
             if session is not None:
                 session.close()
             if conversation is not None:
                 conversation.close()
-        if stop.fired and status == "error":  # an outcome that came despite the stop stands
-            status = "timeout" if stop.reason == "timeout" else "stopped"
+        if stop.fired and status is Outcome.ERROR:  # an outcome despite the stop stands
+            status = Outcome.TIMEOUT if stop.reason == "timeout" else Outcome.STOPPED
             error = (f"ran past its timeout of {self.timeout_of(task):g} s"
-                     if status == "timeout" else "the batch was stopped")
+                     if status is Outcome.TIMEOUT else "the batch was stopped")
         changes = None
-        if workspace.is_dir() and status != "stopped":
+        if workspace.is_dir() and status is not Outcome.STOPPED:
             try:
                 changes = diff(workspace, base, Sandbox(self.policy, (workspace.resolve(),)))
             except WorkspaceError as err:
                 error = f"{error}; {err}" if error else str(err)
-        if workspace.is_dir() and _removes(options.keep_workspaces, status):
+        if workspace.is_dir() and _removes(self.options.keep_workspaces, status):
             try:
                 _remove_tree(workspace)
             except OSError as err:
@@ -362,18 +360,13 @@ class Runner:
                        log=conversation.path if conversation is not None else None,
                        workspace=workspace if workspace.is_dir() else None)
 
-    def _agent(self, provider: Provider, model: str, session: Session,
-               conversation: Conversation, task: Task, stop: Stop) -> Agent:
-        options = self.options
-        settings = resolve(options.config, model, Overrides(max_steps=task.max_steps),
-                           Overrides(max_steps=options.max_steps, max_tokens=options.max_tokens,
-                                     retries=self.retries))
-        return Agent.configured(settings, _StoppableProvider(provider, stop), session,
-                                conversation, sleep=stop.sleep)
+
+def _said_once(warning: str) -> None:
+    """A task's sandbox warning: the batch said it once, for all its tasks."""
 
 
-def _removes(policy: KeepPolicy, status: str) -> bool:
-    return policy == "none" or (policy == "failed" and status == "done")
+def _removes(policy: KeepPolicy, status: Outcome) -> bool:
+    return policy == "none" or (policy == "failed" and status is Outcome.DONE)
 
 
 def _remove_tree(folder: Path) -> None:
@@ -410,17 +403,16 @@ def _describe(err: Exception) -> str:
     return f"{type(err).__name__}: {text}"
 
 
-def _result(task: Task, status: str, error: str | None, messages: Sequence[Message], *,
+def _result(task: Task, status: Outcome, error: str | None, messages: Sequence[Message], *,
             model: str | None, diff: str | None, wall: float, started: datetime,
             log: Path | None, workspace: Path | None) -> TaskResult:
     """The result record: the log's replies, calls, tokens and cost (as ``fencecall stats``
     counts them)."""
     replies = [m for m in messages if m.role == "assistant"]
     calls = tuple(
-        ToolCallRecord(str(m.metadata.get("tool") or "(unknown)"), str(m.metadata["outcome"]),
-                       _seconds(m.metadata.get("duration_s")),
-                       None if m.metadata["outcome"] == "ok" else m.content[:ERROR_TEXT])
-        for m in messages if m.role == "system" and "outcome" in m.metadata)
+        ToolCallRecord(m.call.tool, m.call.outcome, m.call.duration_s,
+                       None if m.call.ok else m.content[:ERROR_TEXT])
+        for m in messages if m.role == "system" and m.call is not None)
     stats = collect([messages])
     tokens = dict.fromkeys(TOKEN_KINDS, 0)
     for entry in stats.models.values():
@@ -437,6 +429,3 @@ def _result(task: Task, status: str, error: str | None, messages: Sequence[Messa
         workspace=str(workspace) if workspace else None, metadata=dict(task.metadata),
         started=started.isoformat(), finished=datetime.now(UTC).isoformat())
 
-
-def _seconds(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) else None

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..message import Outcome
 from .results import ResultFile, TaskResult
 from .runner import BatchOptions, Runner, Stop
 from .tasks import Task, check_unique
@@ -61,7 +62,7 @@ class _Work:
         try:
             result = self.runner.run(self.task, self.stop)
         except BaseException as err:  # run() reports failures itself; this is a last resort
-            result = TaskResult(self.task.id, "error", error=f"{type(err).__name__}: {err}",
+            result = TaskResult(self.task.id, Outcome.ERROR, error=f"{type(err).__name__}: {err}",
                                 metadata=dict(self.task.metadata))
         with contextlib.suppress(RuntimeError):  # the loop is closed: the batch is over
             self._loop.call_soon_threadsafe(_settle, self.future, result)
@@ -78,7 +79,7 @@ class _Work:
             return await asyncio.wait_for(asyncio.shield(self.future), grace)
         except TimeoutError:
             return TaskResult(
-                self.task.id, "timeout", metadata=dict(self.task.metadata),
+                self.task.id, Outcome.TIMEOUT, metadata=dict(self.task.metadata),
                 error=f"ran past its timeout of {limit:g} s, and its worker did not end "
                       f"within {grace:g} s of being stopped (it was left to end on its own)")
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..assembly import Overrides
 from ..errors import UserError, unknown_settings
 from ..parsing import FORMATS
 
@@ -59,6 +60,12 @@ class Task:
     timeout: float | None = None
     """Seconds the whole task may take (model replies and tools together)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def overrides(self) -> Overrides:
+        """What the task says of its own settings (it wins over the batch's)."""
+        return Overrides(model=self.model, tools=self.tools, format=self.format,
+                         max_steps=self.max_steps)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], base: Path | None = None) -> Task:

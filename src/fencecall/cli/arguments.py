@@ -206,9 +206,10 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--max-tokens", type=_at_least(1), metavar="N",
                        help="output tokens asked of the model per reply")
     batch.add_argument("--timeout", type=_at_least(0.001, float), metavar="SECONDS",
+                       dest="task_timeout",
                        help="time limit of one task, for tasks that give none (default: none)")
     batch.add_argument("--request-timeout", type=_at_least(0.001, float), metavar="SECONDS",
-                       help="how long to wait for the model's server")
+                       dest="timeout", help="how long to wait for the model's server")
     batch.add_argument("--retries", type=_at_least(0), metavar="N",
                        help="tries again after a failed request or a broken reply stream")
     batch.add_argument("--dir", type=_path, default=None, metavar="DIR",

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
+from ..assembly import resolve
 from ..batch import (
     BatchInterrupted,
     BatchOptions,
@@ -29,7 +30,7 @@ from ..batch.progress import BatchProgress
 from ..config import load_config
 from ..secrecy import scrub_own_environ
 from ..tools.runtime.sandbox import SandboxPolicy, choose_sandbox
-from .options import allowlist_of, mcp_declarations_of
+from .options import overrides_of
 from .visible import visible
 
 
@@ -57,19 +58,20 @@ def _batch(args: argparse.Namespace) -> int:
     scrub_own_environ(secrets)  # kept in memory for the providers; no tool can read them
     out: Path = args.out.expanduser().resolve()
     folder = (args.dir.expanduser() if args.dir else out.with_name(out.name + ".d")).resolve()
-    sandbox, warning = choose_sandbox(args.sandbox or config.sandbox, [])
+    flags = overrides_of(args)
+    defaults = resolve(config, flags)
+    sandbox, warning = choose_sandbox(defaults.sandbox, [])
     if warning:
         print(f"fencecall: warning: {warning}", file=sys.stderr)
     if args.yes and sandbox.policy is SandboxPolicy.OFF:
         _say("warning: -y without a sandbox: every call of every task runs with your rights")
-    allowlist = allowlist_of(args)
     options = BatchOptions(
-        config, folder, model=args.model, tools=tuple(allowlist) if allowlist else None,
-        format=args.format, max_steps=args.max_steps, timeout=args.timeout,
-        concurrency=args.concurrency, sandbox=sandbox.policy.value, network=args.network,
-        yes=args.yes, retries=args.retries, request_timeout=args.request_timeout,
-        max_tokens=args.max_tokens, secrets=secrets,
-        mcp_servers=mcp_declarations_of(args, config), keep_workspaces=args.keep_workspaces)
+        config, folder, model=flags.model, tools=flags.tools, format=flags.format,
+        max_steps=flags.max_steps, timeout=args.task_timeout, concurrency=args.concurrency,
+        sandbox=sandbox.policy.value, network=flags.network, yes=args.yes,
+        retries=flags.retries, request_timeout=flags.timeout,
+        max_tokens=flags.max_tokens, secrets=secrets, mcp_servers=defaults.mcp_servers,
+        keep_workspaces=args.keep_workspaces)
     with ResultFile(out) as results:
         for note in results.notes:
             _say(f"note: {note}")

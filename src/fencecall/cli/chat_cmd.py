@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from shlex import quote
@@ -18,26 +18,23 @@ from typing import Any
 from rich.console import Console
 
 from .. import telemetry
-from ..agent import Agent, Conversation, Outcome
+from ..agent import Agent, Conversation
 from ..agent.conversation import PRIVATE_FILE, private_folder
-from ..agent.settings import Overrides, resolve
-from ..config import Config, ConfigError, load_config
+from ..assembly import NO_MODEL, NoModel, Overrides, RunSettings, assemble, resolve
+from ..config import Config, load_config
 from ..errors import UserError
+from ..message import Outcome
 from ..parsing import FORMATS
-from ..providers import ProviderError, get_provider
+from ..providers import ProviderError
 from ..tools import Toolchain
 from ..tools.registry import is_file_entry
 from .arguments import SANDBOX_POLICIES
 from .confirm import choose_confirm
 from .display import Display
-from .options import session_of
+from .options import overrides_of
 from .slash import ExitChat, run_slash
 from .title import show_running_tools
-from .visible import visible, visible_text
-
-EXIT_CODES = {Outcome.DONE: 0, Outcome.STEP_LIMIT: 1, Outcome.GAVE_UP: 1,
-              Outcome.INTERRUPTED: 130}
-"""Without a person at the chat, how the work ended is the exit status."""
+from .visible import visible, visible_text, warn
 
 
 def list_conversations(args: argparse.Namespace) -> int:
@@ -52,13 +49,16 @@ def list_conversations(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resumed(args: argparse.Namespace, config: Config) -> Conversation | None:
-    """The conversation ``--resume`` names, its notes said once; its remembered settings fill
-    in the options the command line leaves out, as far as :func:`_restore` allows."""
+def _resumed(args: argparse.Namespace, config: Config,
+             flags: Overrides) -> tuple[Conversation | None, Overrides]:
+    """The conversation ``--resume`` names, its notes said once, and what its remembered
+    settings give the run where the command line says nothing, as far as :func:`_restore`
+    allows."""
     if not args.resume:
-        return None
+        return None, Overrides()
     conversation = Conversation.open(config.home, args.resume)
-    restored = _restore(conversation.settings, args, config)
+    restored = _restore(conversation.settings, flags, resolve(config, flags),
+                        config.tool_packages, args.resume)
     for note in conversation.notes + restored.notes:
         print(f"fencecall: note: {visible(note)}", file=sys.stderr)
     said = f" with {', '.join(restored.applied)}" if restored.applied else ""
@@ -66,26 +66,31 @@ def _resumed(args: argparse.Namespace, config: Config) -> Conversation | None:
     if restored.refused:
         print(f"fencecall: not restored from the log: {visible('; '.join(restored.refused))}",
               file=sys.stderr)
-    return conversation
+    return conversation, restored.overrides
 
 
 @dataclass
 class Restored:
-    """What a log's settings record gave the options (``model=...``), what it asked for but
-    did not get (with the flag that gives it), and what in it made no sense."""
+    """What a log's settings give the run (``overrides``, said as ``model=...``), what it
+    asked for but did not get (with the flag that gives it), and what in it made no sense."""
 
+    overrides: Overrides = field(default_factory=Overrides)
     applied: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
-def _restore(saved: Mapping[str, Any], args: argparse.Namespace, config: Config) -> Restored:
-    """Fill the options the command line leaves out from a log's settings, except what would
-    let the model do more than this command line does: the model may have written the log.
-    So a sandbox looser than the configured one, the network, extra roots, MCP servers (whose
-    commands run at start) and tool files (whose code runs in this process) stay as the
-    command line says; a workspace is taken only inside the folder this command would use."""
+def _restore(saved: Mapping[str, Any], flags: Overrides, current: RunSettings,
+             packages: Sequence[str], name: str) -> Restored:
+    """The settings a log remembers that the command line (``flags``) leaves out, except what
+    would let the model do more than this run (``current``, the settings without the log)
+    does: the model may have written the log. So a sandbox looser than the current one, the
+    network, extra roots, MCP servers (whose commands run at start) and tool files (whose
+    code runs in this process) stay as the command line says; a workspace is taken only
+    inside the folder this command would use. ``packages`` are the configured tool
+    packages."""
     restored = Restored()
+    given: dict[str, Any] = {}
 
     def value(key: str, valid: Callable[[Any], bool], expected: str) -> Any:
         """``saved[key]`` when it is valid; None, and a note, when it is there but not."""
@@ -96,58 +101,60 @@ def _restore(saved: Mapping[str, Any], args: argparse.Namespace, config: Config)
                               "ignored")
         return None
 
-    if args.model is None and (model := value("model", _is_text, "text")):
-        args.model = model
-        restored.applied.append(f"model={model}")
-    if args.format is None and (fmt := value("format", lambda v: _is_text(v) and v in FORMATS,
-                                             f"one of {', '.join(FORMATS)}")):
-        args.format = fmt
-        restored.applied.append(f"format={fmt}")
-    if args.tools is None and (tools := value("tools", _is_text, "text")):
+    def apply(key: str, found: Any, shown: str) -> None:
+        given[key] = found
+        restored.applied.append(f"{key}={shown}")
+
+    if flags.model is None and (model := value("model", _is_text, "text")):
+        apply("model", model, model)
+    if flags.format is None and (fmt := value("format", lambda v: _is_text(v) and v in FORMATS,
+                                              f"one of {', '.join(FORMATS)}")):
+        apply("format", fmt, fmt)
+    if flags.tools is None and (tools := value("tools", _is_text, "text")):
         entries = [entry.strip() for entry in tools.split(",") if entry.strip()]
         restored.refused += [f"tool file {entry} (pass --tools {quote(tools)} to load it)"
                              for entry in entries if is_file_entry(entry)]
         names = [entry for entry in entries if not is_file_entry(entry)]
-        if names and _within_configured(names, config):
-            args.tools = ",".join(names)
-            restored.applied.append(f"tools={args.tools}")
+        if names and _within_configured(names, current.tools, packages):
+            apply("tools", tuple(names), ",".join(names))
         elif names:
             restored.refused.append(f"tools {','.join(names)}, more than the configured ones "
                                     f"(pass --tools {quote(','.join(names))} to use them)")
-    if args.sandbox is None and (policy := value(
+    if flags.sandbox is None and (policy := value(
             "sandbox", lambda v: _is_text(v) and v in SANDBOX_POLICIES,
             f"one of {', '.join(SANDBOX_POLICIES)}")):
-        if SANDBOX_POLICIES.index(policy) <= SANDBOX_POLICIES.index(config.sandbox):
-            args.sandbox = policy
-            restored.applied.append(f"sandbox={policy}")
+        if SANDBOX_POLICIES.index(policy) <= SANDBOX_POLICIES.index(current.sandbox):
+            apply("sandbox", policy, policy)
         else:
             restored.refused.append(f"sandbox={policy} (pass --sandbox {policy} to use it)")
-    if args.network is None and value("network", lambda v: isinstance(v, bool),
-                                      "true or false") and not config.network:
+    if flags.network is None and value("network", lambda v: isinstance(v, bool),
+                                       "true or false") and not current.network:
         restored.refused.append("network (pass --network to use it)")
-    if args.workspace is None and (folder := value("workspace", _is_text, "text")):
-        args.workspace = _workspace_within(Path(folder), args.resume)
-        restored.applied.append(f"workspace={args.workspace}")
-    if not args.root and (roots := value("roots", _is_texts, "a list of text")):
-        flags = " ".join(f"--root {quote(root)}" for root in roots)
-        restored.refused.append(f"roots {', '.join(roots)} (pass {flags} to use them)")
-    if not args.mcp and (servers := value("mcp", _is_texts, "a list of text")):
+    if flags.workspace is None and (folder := value("workspace", _is_text, "text")):
+        workspace = _workspace_within(Path(folder), name)
+        apply("workspace", workspace, str(workspace))
+    if not flags.roots and (roots := value("roots", _is_texts, "a list of text")):
+        shown = " ".join(f"--root {quote(root)}" for root in roots)
+        restored.refused.append(f"roots {', '.join(roots)} (pass {shown} to use them)")
+    if not flags.mcp and (servers := value("mcp", _is_texts, "a list of text")):
         restored.refused += [f"mcp server {text.partition('=')[0]!r} (pass --mcp "
                              f"{quote(text)} to use it)" for text in servers]
+    restored.overrides = Overrides(**given)
     return restored
 
 
-def _within_configured(entries: list[str], config: Config) -> bool:
+def _within_configured(entries: list[str], configured_list: Sequence[str] | None,
+                       packages: Sequence[str]) -> bool:
     """Whether the tool list ``entries`` selects only tools the configured list selects (an
     entry no built-in, plugin or package tool answers, an MCP glob say, only if the
     configuration names it too): the log may narrow the tools, never widen them."""
-    packages = config.tool_packages
     try:
-        configured = set(Toolchain.build(config.tools, packages=packages).names())
+        configured = set(Toolchain.build(configured_list, packages=packages).names())
         for entry in entries:
             selected = set(Toolchain.build([entry], packages=packages).names())
             if not selected <= configured or (
-                    not selected and config.tools is not None and entry not in config.tools):
+                    not selected and configured_list is not None
+                    and entry not in configured_list):
                 return False
     except UserError:  # an entry that names no tool
         return False
@@ -180,27 +187,26 @@ def _is_texts(value: Any) -> bool:
 
 def build_agent(args: argparse.Namespace, config: Config, console: Console,
                 display: Display) -> Agent:
-    resumed = _resumed(args, config)
-    chosen: str | None = args.model or config.model
-    if not chosen:
-        raise ConfigError("no model configured: pass --model provider/name or set "
-                          "FENCECALL_MODEL (e.g. openai/gpt-4o, local/qwen2.5)")
-    retries = config.retries if args.retries is None else args.retries
-    provider, _ = get_provider(chosen, config, timeout=args.timeout, retries=retries)
-    session = session_of(args, config, choose_confirm(console, yes=args.yes),
-                         args.format or config.format, config.tools)
-    conversation = resumed or Conversation.create(config.home, args.name)
-    conversation.remember({
-        "model": chosen, "format": session.format.name, "tools": args.tools,
-        "workspace": str(session.workspace), "roots": [str(r) for r in session.roots[1:]],
-        "sandbox": str(args.sandbox or config.sandbox), "mcp": list(args.mcp),
-        "network": bool(args.network or config.network)})
-    flags = Overrides(max_steps=args.max_steps, max_tokens=args.max_tokens,
-                      retries=args.retries, temperature=args.temperature, top_p=args.top_p,
-                      stop=tuple(args.stop or ()), context_window=args.context_window,
-                      prompt=args.prompt_mode)
-    return Agent.configured(resolve(config, chosen, flags, ask_server=True), provider,
-                            session, conversation, on_event=display)
+    """The agent the command line asks for: its settings from the flags, then a resumed
+    log's, then the environment and the configuration."""
+    flags = overrides_of(args)
+    resumed, restored = _resumed(args, config, flags)
+    settings = resolve(config, flags, restored, ask_server=True)
+    if settings.model is None:
+        raise NoModel(NO_MODEL)
+    tools = args.tools or (",".join(restored.tools) if restored.tools else None)
+
+    def logged() -> Conversation:
+        conversation = resumed or Conversation.create(config.home, args.name)
+        conversation.remember({
+            "model": settings.model, "format": settings.format.name, "tools": tools,
+            "workspace": str(settings.workspace),
+            "roots": [str(r) for r in settings.roots[1:]], "sandbox": str(settings.sandbox),
+            "mcp": list(args.mcp), "network": settings.network})
+        return conversation
+
+    return assemble(settings, config, confirm=choose_confirm(console, yes=args.yes),
+                    conversation=logged, on_event=display, warn=warn)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -232,7 +238,7 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     finally:
         agent.session.close()
         agent.conversation.close()
-    return EXIT_CODES[outcome]
+    return outcome.exit_code  # without a person at the chat, how the work ended
 
 
 def interactive(agent: Agent, display: Display, config: Config) -> None:

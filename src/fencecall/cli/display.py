@@ -106,7 +106,7 @@ class Display:
         self._reply = _StreamedMarkdown()
 
     def show_result(self, message: Message) -> None:
-        tool = message.metadata.get("tool", "system")
+        tool = message.tool or "system"
         style = "red" if message.failed else "cyan"
         self.console.rule(visible_text(str(tool), style), align="left", style=style)
         self.console.print(visible_text(message.content), highlight=False)

@@ -10,18 +10,20 @@ from typing import Any
 from rich.console import Console
 
 from .. import telemetry
+from ..assembly import resolve, tool_session
 from ..config import load_config
-from ..message import Message
+from ..log_records import to_record
+from ..message import Message, Status
 from .confirm import choose_confirm
 from .inputs import read_text
-from .options import session_of
-from .visible import json_visible, visible_text
+from .options import overrides_of
+from .visible import json_visible, visible_text, warn
 
 
 def _result_json(message: Message) -> dict[str, Any]:
-    return {"tool": message.metadata.get("tool"), "call_id": message.call_id,
-            "content": message.content,
-            "metadata": {k: v for k, v in message.metadata.items() if k != "tool"}}
+    metadata = to_record(message).get("metadata", {})
+    return {"tool": message.tool, "call_id": message.call_id, "content": message.content,
+            "metadata": {k: v for k, v in metadata.items() if k != "tool"}}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,13 +32,14 @@ def run(args: argparse.Namespace) -> int:
     config = load_config()
     confirm = choose_confirm(console, yes=args.yes)
     results: list[Message] = []
+    settings = resolve(config, overrides_of(args))
     with telemetry.using(telemetry.from_settings(config.telemetry,
                                                  content=config.telemetry_content)), \
-            session_of(args, config, confirm, args.format) as session:
-        for message in session.execute(text):
+            tool_session(settings, config, confirm=confirm, warn=warn) as session:
+        for message in session.execute(text, settings.format):
             results.append(message)
             if not args.json:
-                tool = message.metadata.get("tool", "fencecall")
+                tool = message.tool or "fencecall"
                 console.rule(visible_text(str(tool), "bold"), align="left")
                 console.print(visible_text(message.content))
     if args.json:
@@ -44,6 +47,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json_visible(document) + "\n")
     elif not results:
         console.print("No tool calls found.")
-    if any(m.metadata.get("status") == "declined" for m in results) and not args.yes:
+    if any(m.status is Status.DECLINED for m in results) and not args.yes:
         console.print("Some calls needed confirmation and were declined; pass -y to allow them.")
     return 1 if any(m.failed for m in results) else 0

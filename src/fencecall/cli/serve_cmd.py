@@ -3,32 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
+from .. import assembly
+from ..assembly import resolve
 from ..config import load_config
 from ..errors import UserError
 from ..execution import Session
 from ..execution.confirm import auto_no, auto_yes
 from ..serve import ToolServer, serve_http, serve_stdio
 from ..tools import ConfirmFunc
-from .options import mcp_servers_of, setting_of, toolchain_of
+from .options import overrides_of
+from .visible import warn
 
 
 def run(args: argparse.Namespace) -> int:
     config = load_config()
     token = _token(args)
     address = _address(args.http) if args.http else None
-    setting = setting_of(args, config)
-    workspace = setting.workspace
-    servers = mcp_servers_of(args, config, setting.roots, setting.secrets)
-    with servers:
-        chain = toolchain_of(args, workspace, config, servers, config.tools)
+    settings = resolve(config, overrides_of(args))
+    env = assembly.environment(settings, config, assembly.own_secrets(config), warn=warn)
+    servers = assembly.mcp_servers(env, config)
+    with servers or contextlib.nullcontext():
+        chain = assembly.toolchain(settings, config, servers, warn=warn)
 
         def make_session(confirm: ConfirmFunc) -> Session:
-            return Session(chain, workspace=workspace, confirm=confirm,
-                           extra_roots=setting.roots[1:], sandbox=setting.sandbox,
-                           pass_env=config.pass_env, secrets=setting.secrets)
+            return assembly.session(env, config, chain, confirm=confirm)
 
         tool_server = ToolServer(chain, make_session, fallback=auto_yes if args.yes else auto_no,
                                  one_client=address is None)

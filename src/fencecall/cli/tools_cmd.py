@@ -10,23 +10,25 @@ from collections.abc import Iterator, Sequence
 from rich.console import Console
 from rich.table import Table
 
+from .. import assembly
+from ..assembly import resolve
 from ..config import load_config
 from ..tools import Toolchain, ToolSpec, builtin_tools, plugin_tools
 from ..tools.loading import package_tools
 from ..tools.mcp.servers import McpServers, ServerState
-from .options import allowlist_of, mcp_servers_of, toolchain_of, workspace_of
-from .visible import visible_text
+from .options import overrides_of
+from .visible import visible_text, warn
 
 
 def run(args: argparse.Namespace) -> int:
     config = load_config()
-    workspace = workspace_of(args)
+    settings = resolve(config, overrides_of(args))
     # piped output is for reading by programs and grep: one line per tool, never wrapped
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 10_000)
-    with mcp_servers_of(args, config, [workspace],
-                        config.secret_values(os.environ)) as servers:
-        chain = toolchain_of(args, workspace, config, servers, config.tools)
-        allowlist = allowlist_of(args, config.tools)
+    env = assembly.environment(settings, config, config.secret_values(os.environ), warn=warn)
+    with assembly.mcp_servers(env, config) or McpServers((), env={}) as servers:
+        chain = assembly.toolchain(settings, config, servers, warn=warn)
+        allowlist = settings.tools
         table = Table("tool", "from", "hints", "loaded", box=None, pad_edge=False)
         for spec, source, reason in _rows(chain, servers, config.tool_packages, allowlist):
             hints = ", ".join(sorted(h for h in spec.hints if not h.startswith("mcp")))

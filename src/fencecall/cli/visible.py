@@ -27,6 +27,7 @@ rare characters it finds cost a lookup, so it is cheap on long tool outputs. It 
 from __future__ import annotations
 
 import re
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -136,3 +137,8 @@ def json_visible(document: str) -> str:
     DEL, C1 controls and bidi overrides raw; this catches them. Safe because ``json.dumps``
     writes those characters only inside strings, where any character may be escaped."""
     return _UNSAFE.sub(_json_escape, document)
+
+
+def warn(text: str) -> None:
+    """Say a warning once on stderr (the sandbox's fallback, an MCP server that failed)."""
+    print(f"fencecall: warning: {visible(text)}", file=sys.stderr)

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from .. import telemetry
 from ..errors import ToolError
-from ..message import Message, Status, system
+from ..message import CallRecord, Message, Status, system
 from ..parsing import Diagnostic, ToolCall
 from ..tools import Toolchain, ToolContext, ToolInvocation, ToolSpec
 from ..tools.events import (
@@ -147,9 +147,9 @@ def _answer_each(uses: list[ToolUse], text: str, status: Status) -> list[Message
     with_ids = [use for use in uses if use.call.call_id is not None]
     if not with_ids:
         note = system(text, status)
-        return [_with_record(note, call_record(note, 0.0))]
+        return [_recorded(note)]
     answers = [system(text, status).tagged(use.call.call_id, use.tool) for use in with_ids]
-    return [_with_record(answer, call_record(answer, 0.0)) for answer in answers]
+    return [_recorded(answer) for answer in answers]
 
 
 def _execute(session: Runner, use: ToolUse, history: tuple[Message, ...]) -> Iterator[Message]:
@@ -165,7 +165,7 @@ def _execute(session: Runner, use: ToolUse, history: tuple[Message, ...]) -> Ite
         arguments=session.redact(_written(use.call)) if content else None)
     held: Message | None = None
     failure: Message | None = None
-    record: dict[str, object] = {"outcome": "interrupted", "error_type": "GeneratorExit"}
+    record = CallRecord(use.tool, "interrupted", 0.0, "GeneratorExit")
     try:
         for message in _results(session, use, history):
             if held is not None:
@@ -173,14 +173,13 @@ def _execute(session: Runner, use: ToolUse, history: tuple[Message, ...]) -> Ite
             held = message.tagged(use.call.call_id, use.tool)
             if failure is None and held.failed:
                 failure = held
-        record = {"outcome": "ok"}
+        record = CallRecord(use.tool, "ok", 0.0)
         if held is not None:
-            record = call_record(failure or held, time.monotonic() - started)
-            yield _with_record(held, record)
+            record = call_record(held, time.monotonic() - started, failure)
+            yield replace(held, call=record)
     finally:  # also when the caller stops early: the span covers what really ran
-        error_type = record.get("error_type")
         result = session.redact(held.content) if content and held is not None else None
-        run.end(str(record["outcome"]), None if error_type is None else str(error_type), result)
+        run.end(record.outcome, record.error_type, result)
 
 
 def _written(call: ToolCall) -> str:
@@ -190,20 +189,21 @@ def _written(call: ToolCall) -> str:
     return f"{call.argline}\n{call.content}" if call.argline else call.content
 
 
-def _with_record(last: Message, record: dict[str, object]) -> Message:
-    """``last`` with the call's record (see :func:`call_record`) in its metadata."""
-    return replace(last, metadata={**last.metadata, **record})
+def _recorded(result: Message) -> Message:
+    """A result that stands for a whole call that never ran, with its record."""
+    return replace(result, call=call_record(result, 0.0))
 
 
-def call_record(result: Message, duration: float) -> dict[str, object]:
-    """What the log keeps of a call: ``duration_s``, ``outcome`` (``ok`` or the status) and,
-    for failures, a low-cardinality ``error_type`` (an exception's name, else the status)."""
-    status = result.status
-    record: dict[str, object] = {"duration_s": round(duration, 4),
-                                 "outcome": status.value if status else "ok"}
-    if status is not None:
-        record["error_type"] = str(result.metadata.get("exception") or status.value)
-    return record
+def call_record(last: Message, duration: float, failure: Message | None = None) -> CallRecord:
+    """What the log keeps of a call whose last result is ``last``: how long it took, how it
+    ended (``ok`` or the status of its first failed result, ``failure``) and, for failures,
+    a low-cardinality ``error_type`` (an exception's name, else the status)."""
+    decisive = failure or last
+    status = decisive.status
+    return CallRecord(
+        last.tool or "(unknown)", status.value if status else "ok", round(duration, 4),
+        None if status is None else str(decisive.metadata.get("exception") or status.value),
+        last.exit_code)
 
 
 def _results(session: Runner, use: ToolUse, history: tuple[Message, ...]) -> Iterator[Message]:

@@ -18,15 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..message import Message
-from ..parsing import (
-    MARKDOWN,
-    CallFormat,
-    Diagnostic,
-    FormatLike,
-    ToolCall,
-    get_format,
-    parse,
-)
+from ..parsing import MARKDOWN, Diagnostic, FormatLike, ToolCall, parse
 from ..secrecy import Redactor, tool_environment
 from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, Toolchain
 from ..tools.events import SESSION_END, SESSION_START, SessionEvent
@@ -55,7 +47,7 @@ class Session:
     """
 
     def __init__(self, toolchain: Toolchain, *, workspace: Path | str | None = None,
-                 confirm: ConfirmFunc = auto_no, fmt: FormatLike = MARKDOWN,
+                 confirm: ConfirmFunc = auto_no,
                  extra_roots: Sequence[Path | str] = (), hooks: HookRegistry | None = None,
                  sandbox: Sandbox | SandboxPolicy | str = SandboxPolicy.WORKSPACE_WRITE,
                  network: bool = False, pass_env: Iterable[str] = (),
@@ -66,7 +58,6 @@ class Session:
         self._workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self._roots = (self._workspace, *(Path(r).resolve() for r in extra_roots))
         self._confirm = confirm
-        self.format: CallFormat = get_format(fmt)
         self._hooks = hooks or HookRegistry()
         if isinstance(sandbox, Sandbox):
             self._sandbox = sandbox
@@ -132,11 +123,11 @@ class Session:
 
     # -- running calls -------------------------------------------------------------------
 
-    def execute(self, message: Message | str) -> Iterator[Message]:
-        """Run the tool calls in a model message, written in the session's format."""
+    def execute(self, message: Message | str, fmt: FormatLike = MARKDOWN) -> Iterator[Message]:
+        """Run the tool calls in a model message, written in ``fmt``."""
         if isinstance(message, str):
             message = Message("assistant", message)
-        parsed = parse(message.content, self.format)
+        parsed = parse(message.content, fmt)
         yield from execute_calls(self, message, parsed.calls, parsed.diagnostics)
 
     def execute_calls(self, message: Message, calls: Iterable[ToolCall],

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from ..config import Config, ConfigError, ProviderKind
+from ..message import Usage
 from .base import (
     ChatRequest,
     NativeCall,
@@ -22,7 +23,6 @@ from .base import (
     StreamEnd,
     StreamEvent,
     TextDelta,
-    Usage,
 )
 from .scripted import ScriptedProvider, ScriptedReply
 

@@ -8,15 +8,14 @@ from typing import Any
 
 import anthropic
 
+from ..message import Usage
 from ..tools.spec import api_name
 from .base import (
     ChatRequest,
     NativeCall,
     StreamEvent,
     TextDelta,
-    Usage,
     end_of_stream,
-    native_calls,
     reading_stream,
     sampling_options,
     tool_result_text,
@@ -44,12 +43,12 @@ def to_anthropic_messages(request: ChatRequest) -> list[dict[str, Any]]:
 
     for kind, message in turns(request.messages):
         if kind == "assistant":
-            calls = native_calls(message)
+            calls = message.native_calls
             if message.content or not calls:
                 add("assistant", {"type": "text", "text": message.content or "(no text)"})
             for call in calls:
-                add("assistant", {"type": "tool_use", "id": call["id"],
-                                  "name": api_name(call["name"]), "input": call["arguments"]})
+                add("assistant", {"type": "tool_use", "id": call.id,
+                                  "name": api_name(call.name), "input": dict(call.arguments)})
         elif kind == "native_result":
             add("user", {"type": "tool_result", "tool_use_id": message.call_id,
                          "content": message.content})

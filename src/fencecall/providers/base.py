@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ..config import Sampling
-from ..message import Message
+from ..message import Message, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,22 +34,6 @@ class StreamEnd:
 
     stop_reason: str | None
     cut: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """The tokens one reply cost, as the provider counted them (cache reads and writes are
-    part of the input, counted apart because they are priced apart)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cache_read_tokens": self.cache_read_tokens,
-                "cache_write_tokens": self.cache_write_tokens}
 
 
 StreamEvent = TextDelta | NativeCall | Usage | StreamEnd
@@ -145,18 +129,12 @@ def turns(messages: Iterable[Message]) -> Iterator[tuple[TurnKind, Message]]:
     native_ids: set[str] = set()
     for message in messages:
         if message.role == "assistant":
-            native_ids.update(call["id"] for call in native_calls(message))
+            native_ids.update(call.id for call in message.native_calls)
             yield "assistant", message
         elif message.role == "system":
             yield ("native_result" if message.call_id in native_ids else "tool_result"), message
         else:
             yield "user", message
-
-
-def native_calls(message: Message) -> list[dict[str, Any]]:
-    """The native calls an assistant message made (``id``, ``name``, ``arguments``)."""
-    calls: list[dict[str, Any]] = list(message.metadata.get("tool_calls") or ())
-    return calls
 
 
 def tool_result_text(message: Message) -> str:

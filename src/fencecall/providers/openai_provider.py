@@ -8,15 +8,14 @@ from typing import Any
 
 import openai
 
+from ..message import Usage
 from ..tools.spec import api_name
 from .base import (
     ChatRequest,
     NativeCall,
     StreamEvent,
     TextDelta,
-    Usage,
     end_of_stream,
-    native_calls,
     reading_stream,
     sampling_options,
     tool_result_text,
@@ -47,11 +46,11 @@ def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
     for kind, message in turns(request.messages):
         if kind == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-            if calls := native_calls(message):
+            if calls := message.native_calls:
                 entry["tool_calls"] = [
-                    {"id": c["id"], "type": "function",
-                     "function": {"name": api_name(c["name"]),
-                                  "arguments": json.dumps(c["arguments"])}}
+                    {"id": c.id, "type": "function",
+                     "function": {"name": api_name(c.name),
+                                  "arguments": json.dumps(dict(c.arguments))}}
                     for c in calls]
             out.append(entry)
         elif kind == "native_result":

@@ -85,7 +85,7 @@ class McpServers:
         wanted = [state for state in self._states.values() if _wanted(state.config, allowlist)]
         for state in self._states.values():
             if state not in wanted:
-                warnings.warn(f"fencecall: MCP server {state.config.name!r} is configured but "
+                warnings.warn(f"MCP server {state.config.name!r} is configured but "
                               f"the tool allowlist selects none of its tools; add "
                               f"'{state.config.name}.*' to use them", stacklevel=2)
         if len(wanted) > 1:
@@ -96,7 +96,7 @@ class McpServers:
                 self._list(state)
         for state in wanted:
             if state.error is not None:
-                warnings.warn(f"fencecall: {state.error}\nIts tools are left out.",
+                warnings.warn(f"{state.error}\nIts tools are left out.",
                               stacklevel=2)
         return [spec for state in wanted for spec in state.tools]
 

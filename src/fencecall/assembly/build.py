@@ -1,0 +1,172 @@
+"""Building a run from its settings: the provider, the environment (workspace, roots,
+sandbox, secrets, MCP servers), the toolchain, the session and the agent.
+
+Every frontend builds its runs here: ``fencecall chat`` and one-shot runs with
+:func:`assemble`, the others (``fencecall run``, ``mcp serve``, ``tools``, batch tasks,
+which share a provider or a toolchain between runs) with the parts it is made of.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..agent import Agent, Conversation, EventSink
+from ..config import Config, check_apart
+from ..execution import Session
+from ..providers import Provider, get_provider
+from ..secrecy import scrub_own_environ, tool_environment
+from ..tools import ConfirmFunc, HookRegistry, Toolchain
+from ..tools.runtime.sandbox import Sandbox, choose_sandbox
+from .settings import NO_MODEL, NoModel, RunSettings
+
+if TYPE_CHECKING:
+    from ..tools.mcp.servers import McpServers
+
+Warn = Callable[[str], None]
+"""Where a warning is said once (a sandbox that cannot run, an MCP server that failed)."""
+
+
+def _warn(text: str) -> None:
+    warnings.warn(text, RuntimeWarning, stacklevel=3)
+
+
+@dataclass(frozen=True, slots=True)
+class Environment:
+    """Where a run's tools work and what they may not leak: the secrets (by variable name),
+    and the sandbox over the settings' roots."""
+
+    settings: RunSettings
+    secrets: Mapping[str, str]
+    sandbox: Sandbox
+
+
+def own_secrets(config: Config) -> dict[str, str]:
+    """The secrets set in this process's environment, their values then wiped from its
+    environment block (they stay in memory for the providers), so no tool can read them back
+    through ``/proc``."""
+    secrets = config.secret_values(os.environ)
+    scrub_own_environ(secrets)
+    return secrets
+
+
+def environment(settings: RunSettings, config: Config, secrets: Mapping[str, str], *,
+                warn: Warn = _warn) -> Environment:
+    """The run's environment: the workspace made if missing, the roots refused if they hold
+    fencecall's home or its configuration's folder or lie in one (see :func:`check_apart`),
+    and the sandbox chosen (where it cannot run, ``warn`` says the fallback)."""
+    settings.workspace.mkdir(parents=True, exist_ok=True)
+    check_apart(config, [("the workspace", settings.workspace),
+                         *(("the --root folder", root) for root in settings.roots[1:])])
+    sandbox, warning = choose_sandbox(settings.sandbox, settings.roots,
+                                      network=settings.network)
+    if warning:
+        warn(warning)
+    return Environment(settings, dict(secrets), sandbox)
+
+
+def mcp_servers(env: Environment, config: Config) -> McpServers | None:
+    """The settings' MCP servers (None without one: the MCP machinery is then never
+    imported). Their processes get the environment tools get, and nothing from the roots."""
+    if not env.settings.mcp_servers:
+        return None
+    from ..tools.mcp.servers import McpServers
+
+    tool_env = tool_environment(os.environ, config.pass_env, secret_names=env.secrets)
+    return McpServers(env.settings.mcp_servers, env=tool_env, roots=env.settings.roots,
+                      cache_dir=config.home / "mcp-tools")
+
+
+def toolchain(settings: RunSettings, config: Config, servers: McpServers | None = None, *,
+              warn: Warn | None = None) -> Toolchain:
+    """The tools the settings select from the built-ins, plugins, the configured tool
+    packages and the MCP servers. Each server that fails to start says why, as a warning
+    or through ``warn``, also when the selection then fails."""
+    if warn is None:
+        extra = servers.tools(settings.tools) if servers else []
+        return Toolchain.build(settings.tools, root=settings.workspace,
+                               packages=config.tool_packages, extra=extra)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            extra = servers.tools(settings.tools) if servers else []
+            return Toolchain.build(settings.tools, root=settings.workspace,
+                                   packages=config.tool_packages, extra=extra)
+    finally:  # said outside the catching block, where a warning is not caught again
+        for warning in caught:
+            warn(str(warning.message))
+
+
+def provider(settings: RunSettings, config: Config,
+             secrets: Mapping[str, str] | None = None) -> Provider:
+    """The model's provider, waiting ``request_timeout`` for its server and retrying its
+    requests ``retries`` times. ``secrets`` holds the API keys (default: the environment).
+    Raises :class:`NoModel` when the settings name no model."""
+    if settings.model is None:
+        raise NoModel(NO_MODEL)
+    built, _ = get_provider(settings.model, config, secrets, timeout=settings.request_timeout,
+                            retries=settings.retries)
+    return built
+
+
+def session(env: Environment, config: Config, chain: Toolchain, *, confirm: ConfirmFunc,
+            servers: McpServers | None = None, hooks: HookRegistry | None = None,
+            kind: Callable[..., Session] = Session, **extra: Any) -> Session:
+    """The session of a run: its tools, confirmation, roots, sandbox and secrets. ``kind``
+    makes it (a :class:`Session` subclass, with ``extra`` arguments); ``servers`` are closed
+    with it."""
+    return kind(chain, workspace=env.settings.workspace, confirm=confirm,
+                extra_roots=env.settings.roots[1:], hooks=hooks, sandbox=env.sandbox,
+                pass_env=config.pass_env, secrets=env.secrets, mcp_servers=servers, **extra)
+
+
+def agent(settings: RunSettings, model: Provider, run_session: Session,
+          conversation: Conversation | None = None, *, on_event: EventSink | None = None,
+          sleep: Callable[[float], None] = time.sleep) -> Agent:
+    """The agent loop of a run."""
+    return Agent(model, settings.model_name, run_session, conversation, fmt=settings.format,
+                 max_steps=settings.max_steps, max_tokens=settings.max_tokens,
+                 retries=settings.retries, on_event=on_event, sleep=sleep,
+                 feedback_limit=settings.feedback_limit, sampling=settings.sampling,
+                 compact=settings.compact, context_window=settings.context_window)
+
+
+def tool_session(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
+                 secrets: Mapping[str, str] | None = None, hooks: HookRegistry | None = None,
+                 warn: Warn = _warn) -> Session:
+    """A session with the settings' environment, MCP servers and tools (also a run without
+    a model: a saved reply's calls). ``secrets`` default to this process's (see
+    :func:`own_secrets`). Servers that were started are stopped again if the tools cannot
+    be selected."""
+    secrets = own_secrets(config) if secrets is None else secrets
+    env = environment(settings, config, secrets, warn=warn)
+    servers = mcp_servers(env, config)
+    try:
+        chain = toolchain(settings, config, servers, warn=warn)
+    except BaseException:
+        if servers is not None:
+            servers.close()
+        raise
+    return session(env, config, chain, confirm=confirm, servers=servers, hooks=hooks)
+
+
+def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
+             conversation: Callable[[], Conversation] | None = None,
+             on_event: EventSink | None = None, secrets: Mapping[str, str] | None = None,
+             warn: Warn = _warn) -> Agent:
+    """A whole run: the provider, then the :func:`tool_session`, then the conversation
+    (``conversation()`` makes or opens it only once the run's environment stands, so a
+    refused run leaves no log behind; default: one in memory), then the agent."""
+    secrets = own_secrets(config) if secrets is None else secrets
+    model = provider(settings, config, secrets)
+    run_session = tool_session(settings, config, confirm=confirm, secrets=secrets, warn=warn)
+    try:
+        log = conversation() if conversation is not None else None
+    except BaseException:
+        run_session.close()
+        raise
+    return agent(settings, model, run_session, log, on_event=on_event)

@@ -1,0 +1,140 @@
+"""One resolver owns every run setting's precedence and every derived rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fencecall.assembly import NoModel, Overrides, provider, resolve
+from fencecall.config import Config, ConfigError, load_config
+from fencecall.tools.mcp import McpServerConfig
+from fencecall.tools.runtime.sandbox import SandboxPolicy
+
+CONFIG = """
+max_steps = 12
+max_tokens = 2000
+retries = 4
+format = "xml"
+sandbox = "read-only"
+[models."local/small"]
+temperature = 0.2
+stop = ["<|end|>"]
+context_window = 4096
+[models."local/big"]
+max_tokens = 900
+context_window = 100000
+[mcp.servers.files]
+command = "files-server"
+"""
+
+NO_ENV: dict[str, str] = {}
+
+
+def config_in(tmp_path: Path) -> Config:
+    path = tmp_path / "config.toml"
+    path.write_text(CONFIG)
+    return load_config({"FENCECALL_CONFIG": str(path), "FENCECALL_HOME": str(tmp_path)})
+
+
+def small(**said: object) -> Overrides:
+    return Overrides(model="local/small", **said)  # type: ignore[arg-type]
+
+
+def test_the_first_source_that_says_wins_then_the_model_then_the_file(tmp_path: Path) -> None:
+    config = config_in(tmp_path)
+    plain = resolve(config, small(), env=NO_ENV)
+    assert (plain.max_steps, plain.retries, plain.sampling.temperature, plain.sampling.stop) == (
+        12, 4, 0.2, ("<|end|>",))
+    task, options = Overrides(max_steps=3), Overrides(max_steps=7, retries=0, temperature=0.9)
+    chosen = resolve(config, task, options, small(), env=NO_ENV)
+    assert (chosen.max_steps, chosen.retries, chosen.sampling.temperature) == (3, 0, 0.9)
+    assert resolve(config, Overrides(), options, small(), env=NO_ENV).max_steps == 7
+    assert resolve(config, small(stop=("STOP",)), env=NO_ENV).sampling.stop == ("STOP",)
+
+
+def test_flags_beat_the_environment_which_beats_the_file(tmp_path: Path) -> None:
+    config = config_in(tmp_path)
+    env = {"FENCECALL_MODEL": "local/big", "FENCECALL_FORMAT": "tool",
+           "FENCECALL_TOOLS": "shell, read", "FENCECALL_SANDBOX": "off"}
+    from_env = resolve(config, env=env)
+    assert (from_env.model, from_env.format.name, from_env.tools, from_env.sandbox) == (
+        "local/big", "tool", ("shell", "read"), SandboxPolicy.OFF)
+    assert from_env.max_tokens == 900  # the environment's model brings its own table
+    flagged = resolve(config, Overrides(model="local/small", format="markdown", tools=("save",),
+                                        sandbox="workspace-write"), env=env)
+    assert (flagged.model, flagged.format.name, flagged.tools, flagged.sandbox) == (
+        "local/small", "markdown", ("save",), SandboxPolicy.WORKSPACE_WRITE)
+    from_file = resolve(config, env=NO_ENV)
+    assert (from_file.model, from_file.format.name, from_file.sandbox) == (
+        None, "xml", SandboxPolicy.READ_ONLY)
+
+
+def test_batch_precedence_is_task_then_options_then_config(tmp_path: Path) -> None:
+    config = config_in(tmp_path)
+    task = Overrides(model="local/big", workspace=tmp_path / "task")
+    options = Overrides(model="local/small", max_steps=5, timeout=9.0, network=True)
+    settings = resolve(config, task, options, env=NO_ENV)
+    assert (settings.model, settings.max_steps, settings.request_timeout, settings.network) == (
+        "local/big", 5, 9.0, True)
+    assert settings.workspace == (tmp_path / "task").resolve()
+    assert resolve(config, Overrides(), options, env=NO_ENV).model == "local/small"
+
+
+def test_roots_and_mcp_servers_add_up_and_the_nearer_server_wins_its_name(
+        tmp_path: Path) -> None:
+    config = config_in(tmp_path)
+    (tmp_path / "w").mkdir()
+    near = McpServerConfig("files", "near-server")
+    extra = McpServerConfig("web", "web-server")
+    settings = resolve(config, Overrides(workspace=tmp_path / "w", roots=(tmp_path / "a",),
+                                         mcp=(near,)),
+                       Overrides(roots=(tmp_path / "b", tmp_path / "a"), mcp=(extra,)),
+                       env=NO_ENV)
+    assert settings.roots == tuple(p.resolve() for p in (tmp_path / "w", tmp_path / "a",
+                                                         tmp_path / "b"))
+    assert {s.name: s.command for s in settings.mcp_servers} == {
+        "files": "near-server", "web": "web-server"}
+
+
+def test_derived_rules_reply_share_compact_prompt_and_the_servers_window(
+        tmp_path: Path) -> None:
+    config = config_in(tmp_path)
+    little = resolve(config, small(), env=NO_ENV)
+    assert (little.context_window, little.max_tokens, little.compact) == (4096, 1024, True)
+    assert not resolve(config, small(prompt="full"), env=NO_ENV).compact
+    big = resolve(config, Overrides(model="local/big"), env=NO_ENV)
+    assert (big.max_tokens, big.compact) == (900, False)  # its own limit, a large window
+    asked: list[tuple[str, str]] = []
+
+    def served(base_url: str, model: str) -> int | None:
+        asked.append((base_url, model))
+        return 2048
+
+    other = Overrides(model="local/other")
+    settings = resolve(config, other, env=NO_ENV, ask_server=True, served=served)
+    assert asked == [(config.providers["local"].base_url, "other")]
+    assert (settings.context_window, settings.max_tokens, settings.compact) == (2048, 512, True)
+    assert resolve(config, other, env=NO_ENV, served=served).context_window is None  # not asked
+    resolve(config, small(), env=NO_ENV, ask_server=True, served=served)  # configured
+    assert len(asked) == 1
+    flagged = resolve(config, Overrides(model="local/other", context_window=32000,
+                                        max_tokens=100),
+                      env=NO_ENV, ask_server=True, served=served)
+    assert (flagged.context_window, flagged.max_tokens, len(asked)) == (32000, 100, 1)
+
+
+@pytest.mark.parametrize(("said", "message"), [
+    (Overrides(format="yaml"), "format"),
+    (Overrides(sandbox="jail"), "sandbox 'jail': choose one of read-only"),
+])
+def test_a_value_no_source_could_mean_is_a_clear_error(
+        tmp_path: Path, said: Overrides, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        resolve(config_in(tmp_path), said, env=NO_ENV)
+
+
+def test_a_run_without_a_model_says_how_to_name_one(tmp_path: Path) -> None:
+    config = config_in(tmp_path)
+    with pytest.raises(NoModel, match="pass --model provider/name or set FENCECALL_MODEL"):
+        provider(resolve(config, env=NO_ENV), config, {})
