@@ -224,3 +224,23 @@ def test_tools_come_from_configured_packages_recursively(tmp_path: Path,
     assert chain.names() == ["deep", "top"]
     with pytest.raises(ToolLoadError, match="'no_such_pkg' cannot be imported"):
         Toolchain.build(catalogue=CATALOGUE, packages=["no_such_pkg"])
+
+
+def test_only_a_path_that_may_declare_plugins_reads_installed_metadata(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fencecall.tools.loading import ENTRY_POINT_GROUP, _declared_on_path
+
+    site = tmp_path / "site"
+    (site / "other-1.0.dist-info").mkdir(parents=True)
+    (site / "other-1.0.dist-info" / "entry_points.txt").write_text(
+        "[console_scripts]\nother = other:main\n")
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "missing")])
+    assert not _declared_on_path(ENTRY_POINT_GROUP)
+    (site / "plug-1.0.dist-info").mkdir()
+    (site / "plug-1.0.dist-info" / "entry_points.txt").write_text(
+        "[console_scripts]\nx = y:z\n\n [ fencecall.tools ]\nplugged = plug:tool\n")
+    assert _declared_on_path(ENTRY_POINT_GROUP)
+    archive = tmp_path / "bundle.zip"
+    archive.write_bytes(b"PK\x05\x06" + bytes(18))
+    monkeypatch.setattr(sys, "path", [str(archive)])
+    assert _declared_on_path(ENTRY_POINT_GROUP)  # only importlib.metadata reads a zip

@@ -15,16 +15,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..agent import Agent, Conversation, EventSink
 from ..config import Config, check_apart
 from ..execution import Session
-from ..providers import Provider, get_provider
 from ..secrecy import scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, HookRegistry, Toolchain
 from ..tools.runtime.sandbox import Sandbox, choose_sandbox
 from .settings import NO_MODEL, NoModel, RunSettings
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the agent and the providers are imported by the runs that use them
+    from ..agent import Agent, Conversation, EventSink
+    from ..providers import Provider
     from ..tools.mcp.servers import McpServers
 
 Warn = Callable[[str], None]
@@ -108,6 +108,8 @@ def provider(settings: RunSettings, config: Config,
     Raises :class:`NoModel` when the settings name no model."""
     if settings.model is None:
         raise NoModel(NO_MODEL)
+    from ..providers import get_provider
+
     built, _ = get_provider(settings.model, config, secrets, timeout=settings.request_timeout,
                             retries=settings.retries)
     return built
@@ -128,6 +130,8 @@ def agent(settings: RunSettings, model: Provider, run_session: Session,
           conversation: Conversation | None = None, *, on_event: EventSink | None = None,
           sleep: Callable[[float], None] = time.sleep) -> Agent:
     """The agent loop of a run."""
+    from ..agent import Agent
+
     return Agent(model, settings.model_name, run_session, conversation, fmt=settings.format,
                  max_steps=settings.max_steps, max_tokens=settings.max_tokens,
                  retries=settings.retries, on_event=on_event, sleep=sleep,

@@ -6,11 +6,12 @@ import functools
 import hashlib
 import importlib
 import importlib.util
+import os
 import pkgutil
+import re
 import sys
 import warnings
 from collections.abc import Iterable
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -59,6 +60,32 @@ def _specs_from_object(value: Any, source: str) -> list[ToolSpec]:
     raise ToolLoadError(f"plugin {source} gave {type(value).__name__}, expected ToolSpec(s)")
 
 
+def _declared_on_path(group: str) -> bool:
+    """Whether a distribution on ``sys.path`` may declare entry points of ``group``: a scan
+    of the ``entry_points.txt`` files (a few ms), so that a run without plugins never imports
+    :mod:`importlib.metadata` (tens of ms, with the email package it reads metadata with).
+    A path entry that is a file (a zip archive) answers yes: only the full lookup reads it."""
+    header = re.compile(rf"^\s*\[\s*{re.escape(group)}\s*\]", re.MULTILINE)
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            with os.scandir(folder) as found:
+                infos = [e.path for e in found if e.name.endswith((".dist-info", ".egg-info"))]
+        except NotADirectoryError:
+            return True
+        except OSError:
+            continue
+        for info in infos:
+            try:
+                text = Path(info, "entry_points.txt").read_text(encoding="utf-8",
+                                                                 errors="replace")
+            except OSError:
+                continue
+            if header.search(text):
+                return True
+    return False
+
+
 def package_tools(packages: Iterable[str]) -> list[ToolSpec]:
     """The tools defined in the named packages and every module below them (configured with
     ``tool_packages``). A package that cannot be imported is a :class:`ToolLoadError`."""
@@ -81,6 +108,10 @@ def plugin_tools() -> list[ToolSpec]:
     agent from starting.
     """
     specs: list[ToolSpec] = []
+    if not _declared_on_path(ENTRY_POINT_GROUP):
+        return specs
+    from importlib.metadata import entry_points
+
     for point in entry_points(group=ENTRY_POINT_GROUP):
         source = f"{point.name} ({point.value})"
         try:

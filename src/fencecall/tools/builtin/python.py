@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...errors import ToolError
 from ...message import Message, system
 from ..arguments import Parameter
 from ..runtime.output import fenced, truncate_middle
-from ..runtime.python_session import PythonResult, PythonSession
 from ..spec import Example, ToolInvocation, ToolSpec
+
+if TYPE_CHECKING:  # the interpreter's machinery is imported by the first python call
+    from ..runtime.python_session import PythonResult
 
 DEFAULT_TIMEOUT = 60
 
@@ -35,6 +39,8 @@ def execute_python(invocation: ToolInvocation) -> Message:
         raise ToolError("python: the code is empty; put the code in the block.")
     timeout = invocation.kwargs.get("timeout", DEFAULT_TIMEOUT)
     context = invocation.context
+    from ..runtime.python_session import PythonSession
+
     interpreter = context.resource(
         "python", lambda: PythonSession(context.workspace, context.functions(),
                                         env=context.tool_env(), sandbox=context.sandbox))
