@@ -7,11 +7,12 @@ through its real client code (the official SDKs, real sockets, real SSE) with no
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -52,6 +53,10 @@ class Served:
     chunks_sent: int = 0
     chunks_total: int = 0
     disconnected: bool = False
+    input_tokens: int = 0
+    """With a tokenizer: the request's input, as the server counts (and bills) it."""
+    output_tokens: int = 0
+    """With a tokenizer: the tokens of the text it sent, up to where the client left."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -66,6 +71,31 @@ class _Server(ThreadingHTTPServer):
 
 
 Responder = Callable[[dict[str, Any]], Reply]
+Tokenizer = Callable[[str], list[str]]
+
+_PIECE = re.compile(r"\w{1,3}|[^\w\s]|\s+")
+
+
+def dense_tokens(text: str) -> list[str]:
+    """A tokenizer denser than 3 characters a token: words in pieces of up to three
+    characters, each other character and each run of spaces one token."""
+    return _PIECE.findall(text)
+
+
+def _input_text(body: dict[str, Any]) -> list[str]:
+    """The texts of a chat request the server reads: system prompt, messages, tools."""
+    texts = [body["system"]] if isinstance(body.get("system"), str) else []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(part.get("text", "") for part in content if isinstance(part, dict))
+        for call in message.get("tool_calls") or ():
+            texts.append(call.get("function", {}).get("arguments", ""))
+    if body.get("tools"):
+        texts.append(json.dumps(body["tools"]))
+    return texts
 
 
 class FakeModelServer:
@@ -79,7 +109,8 @@ class FakeModelServer:
     def __init__(self, replies: list[Reply] | None = None, *,
                  respond: Responder | None = None,
                  models: list[dict[str, Any]] | None = None,
-                 props: dict[str, Any] | None = None, keep_alive: bool = False):
+                 props: dict[str, Any] | None = None, keep_alive: bool = False,
+                 tokenizer: Tokenizer | None = None):
         self.replies = list(replies or ())
         self.keep_alive = keep_alive
         """Stream with chunked encoding and keep the connection for the next request, as
@@ -89,7 +120,11 @@ class FakeModelServer:
         self.props = props
         """What ``GET /props`` answers (404 when None), as llama.cpp's server does."""
         self.respond = respond
+        self.tokenizer = tokenizer
+        """With a tokenizer the server serves ``POST /tokenize`` (vLLM's and llama.cpp's
+        bodies), reports usage by its own count, and counts what each request billed."""
         self.requests: list[Served] = []
+        self.tokenize_calls = 0
         self._lock = threading.Lock()
         server = self
 
@@ -107,16 +142,14 @@ class FakeModelServer:
                 if found is None:
                     self.send_error(404)
                     return
-                data = json.dumps(found).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self._json(found)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.endswith(("/chat/completions", "/messages")):
+                    self._tokenize(body)
+                    return
                 served = Served(self.path, body, {k.lower(): v for k, v in self.headers.items()})
                 respond = server.respond
                 with server._lock:
@@ -131,6 +164,13 @@ class FakeModelServer:
                 if reply.status != 200:
                     self._error(reply)
                     return
+                pieces: list[int] = []
+                if server.tokenizer is not None:
+                    count = server.tokenizer
+                    served.input_tokens = (sum(len(count(t)) for t in _input_text(body))
+                                           + 4 * (1 + len(body.get("messages", []))) + 3)
+                    reply = replace(reply, usage=(served.input_tokens, len(count(reply.text))))
+                    pieces = [len(count(p)) for p in _pieces(reply.text, reply.chunk_size)]
                 if self.path.endswith("/chat/completions"):
                     events = list(_openai_events(reply, body.get("model", "m"),
                                                  bool((body.get("stream_options") or {})
@@ -161,6 +201,8 @@ class FakeModelServer:
                                          else data)
                         self.wfile.flush()
                         served.chunks_sent += 1
+                        if 1 <= served.chunks_sent - 1 <= len(pieces):  # a text chunk
+                            served.output_tokens += pieces[served.chunks_sent - 2]
                         if reply.delay:
                             time.sleep(reply.delay)
                     if chunked:
@@ -170,6 +212,28 @@ class FakeModelServer:
                     served.disconnected = True
                     chunked = False
                 self.close_connection = not chunked
+
+            def _tokenize(self, body: dict[str, Any]) -> None:
+                text = body.get("prompt", body.get("content"))
+                if server.tokenizer is None or not self.path.endswith("/tokenize") \
+                        or not isinstance(text, str):
+                    self.send_error(404)
+                    return
+                with server._lock:
+                    server.tokenize_calls += 1
+                tokens = server.tokenizer(text)
+                found: dict[str, Any] = {"tokens": list(range(len(tokens)))}
+                if "prompt" in body:  # vLLM's answer
+                    found.update(count=len(tokens), max_model_len=4096)
+                self._json(found)
+
+            def _json(self, found: Any) -> None:
+                data = json.dumps(found).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def _error(self, reply: Reply) -> None:
                 payload = json.dumps({"error": {"message": f"fake error {reply.status}",
@@ -194,6 +258,10 @@ class FakeModelServer:
     @property
     def openai_url(self) -> str:
         return self.base_url + "/v1"
+
+    def billed(self) -> int:
+        """With a tokenizer: every token the server billed (input, and output sent)."""
+        return sum(r.input_tokens + r.output_tokens for r in self.requests)
 
     def __enter__(self) -> FakeModelServer:
         self._thread.start()

@@ -19,7 +19,7 @@ PACKAGE = Path(fencecall.__file__).parent
 LAYERS = (
     ("fencecall.errors", "fencecall.message", "fencecall.parsing", "fencecall.secrecy",
      "fencecall.telemetry"),
-    ("fencecall.log_records",),
+    ("fencecall.accounting", "fencecall.log_records"),
     ("fencecall.tools",),
     ("fencecall.config",),
     ("fencecall.execution", "fencecall.providers"),

@@ -50,10 +50,12 @@ def replies(draw: st.DrawFn) -> Message:
                                                          max_size=3)))
                    for _ in range(draw(st.integers(0, 2))))
     cut = draw(st.booleans())
-    reply = ReplyRecord(draw(words), draw(words), draw(st.none() | words),
-                        draw(st.none() | st.builds(Usage, counts, counts, counts, counts)),
+    usage = draw(st.none() | st.builds(Usage, counts, counts, counts, counts))
+    reply = ReplyRecord(draw(words), draw(words), draw(st.none() | words), usage,
                         native, cut, draw(st.none() | words) if cut else None,
-                        draw(st.none() | words))
+                        draw(st.none() | words),
+                        draw(st.sampled_from([None, "tokenizer", "estimate"])) if usage
+                        else None)
     return Message("assistant", draw(st.text()), None, draw(times), draw(plain_metadata),
                    reply=draw(st.none() | st.just(reply)))
 

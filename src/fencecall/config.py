@@ -51,9 +51,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from .accounting import Limits, Price
 from .errors import UserError, unknown_settings
 from .parsing import MARKDOWN, CallFormat, get_format
 from .tools.mcp import DeclarationError, McpServerConfig, from_table
@@ -117,6 +119,10 @@ class ModelSettings:
     context_window: int | None = None
     """Tokens the model can hold: prompt, history and reply together."""
     prompt: PromptMode | None = None
+    limits: Limits = field(default_factory=Limits)
+    """This model's own budget and time limit (over the file's top-level ones)."""
+    price: Price | None = None
+    """USD per million tokens, over ``genai-prices``' list price."""
 
     def prompt_mode(self) -> PromptMode:
         """``compact`` where chosen, or where the context window is small."""
@@ -148,6 +154,8 @@ class Config:
     models: Mapping[str, ModelSettings] = field(default_factory=dict)
     near_misses: int = 3
     """Replies in a row that ran nothing despite feedback before the agent gives up."""
+    limits: Limits = field(default_factory=Limits)
+    """``budget_usd``, ``budget_tokens`` and ``time_limit`` of every run."""
     path: Path | None = None
     """The configuration file this was read from (or would have been, had it existed)."""
 
@@ -213,11 +221,12 @@ def _read_file(path: Path, explicit: bool) -> dict[str, Any]:
 TOP_LEVEL = frozenset({
     "model", "format", "tools", "max_steps", "max_tokens", "timeout", "retries", "sandbox",
     "network", "pass_env", "secrets", "telemetry", "telemetry_content", "tool_packages",
-    "near_misses", "models", "providers", "mcp"})
+    "near_misses", "models", "providers", "mcp", "budget_usd", "budget_tokens", "time_limit"})
 """The keys the file's top level may hold; any other is an error, never silently ignored."""
 PROVIDER_KEYS = frozenset({"kind", "base_url", "api_key_env"})
 MODEL_KEYS = frozenset({"temperature", "top_p", "stop", "max_tokens", "context_window",
-                        "prompt"})
+                        "prompt", "price", "budget_usd", "budget_tokens", "time_limit"})
+PRICE_KEYS = frozenset({"input", "output", "cache_read", "cache_write"})
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config:
@@ -290,6 +299,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         mcp_servers=_mcp_servers(data, path, env),
         models=_models(data, path),
         near_misses=int(_number(data, "near_misses", 3, path, minimum=0)),
+        limits=_limits(data, "", path),
         path=path,
     )
 
@@ -316,8 +326,42 @@ def _models(data: Mapping[str, Any], path: Path) -> dict[str, ModelSettings]:
             raise ConfigError(f"{path}: {where}.prompt must be one of {', '.join(PROMPT_MODES)}")
         found[name] = ModelSettings(
             Sampling(number.get("temperature"), number.get("top_p"), tuple(stop)),
-            whole.get("max_tokens"), whole.get("context_window"), prompt)
+            whole.get("max_tokens"), whole.get("context_window"), prompt,
+            _limits(table, f"{where}.", path), _price(table, where, path))
     return found
+
+
+def _limits(table: Mapping[str, Any], where: str, path: Path) -> Limits:
+    """``budget_usd``, ``budget_tokens`` and ``time_limit`` of ``table`` (None where unset)."""
+    def given(key: str, whole: bool) -> float | None:
+        if key not in table:
+            return None
+        return _number(table, key, 0, path, minimum=0 if whole else 1e-9, whole=whole,
+                       name=where + key)
+
+    tokens = given("budget_tokens", True)
+    return Limits(given("budget_usd", False), None if tokens is None else int(tokens),
+                  given("time_limit", False))
+
+
+def _price(table: Mapping[str, Any], where: str, path: Path) -> Price | None:
+    """``price = {input = 0.15, output = 0.6, cache_read = 0.075}``: USD per million."""
+    if "price" not in table:
+        return None
+    price = table["price"]
+    if not isinstance(price, dict):
+        raise ConfigError(f"{path}: {where}.price must be a table of USD per million tokens, "
+                          "e.g. {input = 0.15, output = 0.6}")
+    _known_keys(price, PRICE_KEYS, f"{where}.price", path)
+    for key in ("input", "output"):
+        if key not in price:
+            raise ConfigError(f"{path}: {where}.price.{key} is missing (USD per million "
+                              "tokens)")
+    value = {key: Decimal(str(_number(price, key, 0, path, minimum=0, whole=False,
+                                      name=f"{where}.price.{key}")))
+             for key in PRICE_KEYS if key in price}
+    return Price(value["input"], value["output"], value.get("cache_read"),
+                 value.get("cache_write"))
 
 
 def _mcp_servers(data: Mapping[str, Any], path: Path,
@@ -345,12 +389,12 @@ def _known_keys(table: Mapping[str, Any], known: Iterable[str], where: str, path
 
 
 def _number(data: Mapping[str, Any], key: str, default: float, path: Path, *, minimum: float,
-            whole: bool = True) -> float:
+            whole: bool = True, name: str | None = None) -> float:
     value = data.get(key, default)
     numeric = isinstance(value, int) or (isinstance(value, float) and not whole)
     if isinstance(value, bool) or not numeric or value < minimum:
         kind = "an integer" if whole else "a number"
-        raise ConfigError(f"{path}: {key} must be {kind} of at least {minimum:g}, "
+        raise ConfigError(f"{path}: {name or key} must be {kind} of at least {minimum:g}, "
                           f"got {value!r}")
     return float(value)
 

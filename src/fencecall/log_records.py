@@ -27,7 +27,8 @@ from .message import (
 )
 
 _CALL_KEYS = ("outcome", "duration_s", "error_type")
-_REPLY_KEYS = ("model", "provider", "provider_url", "usage", "tool_calls", "cut", "loop")
+_REPLY_KEYS = ("model", "provider", "provider_url", "usage", "tool_calls", "cut", "loop",
+               "usage_counted")
 _RESULT_KEYS = ("tool", "status", "exit_code", "ending", *_CALL_KEYS)
 _STATUSES = {status.value: status for status in Status}
 _OUTCOMES = {outcome.value: outcome for outcome in Outcome}
@@ -78,6 +79,8 @@ def _typed_metadata(message: Message) -> dict[str, Any]:
             found["cut"] = reply.stop_reason
         if reply.loop is not None:
             found["loop"] = reply.loop
+        if reply.counted is not None:
+            found["usage_counted"] = reply.counted
     return found
 
 
@@ -135,10 +138,13 @@ def _reply(metadata: Mapping[str, Any]) -> ReplyRecord | None:
         return None
     cut = metadata.get("cut")
     loop = metadata.get("loop")
+    usage = _usage(metadata.get("usage"))
+    counted = metadata.get("usage_counted")
     return ReplyRecord(model, _text(metadata.get("provider")) or "",
-                       _text(metadata.get("provider_url")), _usage(metadata.get("usage")),
+                       _text(metadata.get("provider_url")), usage,
                        _native(calls), "cut" in metadata, cut if isinstance(cut, str) else None,
-                       loop if isinstance(loop, str) else None)
+                       loop if isinstance(loop, str) else None,
+                       counted if counted in ("tokenizer", "estimate") and usage else None)
 
 
 def _readable_calls(calls: Any) -> TypeGuard[list[dict[str, Any]]]:

@@ -51,11 +51,20 @@ class Outcome(StrEnum):
     """A batch task ran past its time limit."""
     STOPPED = "stopped"
     """A batch task was stopped with its batch."""
+    BUDGET = "budget"
+    """The next request could have spent more than the USD or token budget left."""
+    TIME_LIMIT = "time-limit"
+    """The run's wall-clock limit passed."""
 
     @property
     def exit_code(self) -> int:
-        """The command's exit status for a run that ended so (130 is the shell's Ctrl-C)."""
-        return 0 if self is Outcome.DONE else 130 if self is Outcome.INTERRUPTED else 1
+        """The command's exit status for a run that ended so: 0 done, 3 a budget, 4 the time
+        limit, 130 Ctrl-C (the shell's), 1 anything else (2 is a usage error)."""
+        return _EXIT_CODES.get(self, 1)
+
+
+_EXIT_CODES = {Outcome.DONE: 0, Outcome.BUDGET: 3, Outcome.TIME_LIMIT: 4,
+               Outcome.INTERRUPTED: 130}
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +107,10 @@ class ReplyRecord:
     stop_reason: str | None = None
     loop: str | None = None
     """What the reply kept repeating, when it was cut for looping."""
+    counted: Literal["tokenizer", "estimate"] | None = None
+    """Where the provider reported no usage (a reply cut at its first call, a broken
+    stream), fencecall counted it: with the model's tokenizer, or as an estimate that errs
+    high. None: ``usage`` is the provider's own."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -168,7 +168,7 @@ def test_results_carry_usage_steps_and_limits(
     assert answer.cost_usd is None  # a local model has no list price
     assert answer.model == "local/fake" and answer.wall_s > 0 and answer.started
     assert results["loops"].status == "step-limit" and results["loops"].steps == 2
-    assert results["loops"].unmetered_replies == 2  # stopped at their calls
+    assert results["loops"].counted_replies == 2  # stopped at their calls: no usage came
     assert os.stat(str(answer.log)).st_mode & 0o077 == 0
 
 

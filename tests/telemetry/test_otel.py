@@ -94,6 +94,10 @@ def test_a_turn_parents_its_model_requests_and_tool_calls(recorded: Any,
     chats = [s for s in spans.get_finished_spans() if s.name == "chat tiny-model"]
     assert [s.attributes["gen_ai.response.finish_reasons"] for s in chats] == [
         ("tool_call",), ("stop",)]
+    for chat in chats:  # the scripted provider reports no usage: counted, and marked so
+        assert chat.attributes is not None
+        assert int(str(chat.attributes["gen_ai.usage.input_tokens"])) > 0
+        assert chat.attributes["fencecall.usage.counted"] == "estimate"
     assert [dict(p.attributes)["gen_ai.provider.name"]
             for p in _points(reader, "gen_ai.client.operation.duration")] == ["scripted"]
 

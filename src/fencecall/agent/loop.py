@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import telemetry
+from ..accounting import Estimate, Pricing, Spend, TokenCounter, request_tokens
 from ..config import Sampling
 from ..execution import Session, resolve
 from ..message import Message, NativeCallRecord, Outcome, ReplyRecord, Status, system
@@ -139,7 +140,8 @@ class Agent:
                  retries: int = 2, backoff: float = 1.0, on_event: EventSink | None = None,
                  sleep: Callable[[float], None] = time.sleep, feedback_limit: int = 3,
                  sampling: Sampling | None = None, compact: bool = False,
-                 context_window: int | None = None):
+                 context_window: int | None = None, counter: TokenCounter | None = None,
+                 spend: Spend | None = None):
         self.provider = provider
         self.model = model
         self.session = session
@@ -154,7 +156,13 @@ class Agent:
         self.feedback_limit = feedback_limit
         self.sampling = sampling or Sampling()
         self.context_window = context_window
+        self.counter: TokenCounter = counter or Estimate()
+        """Counts the requests and replies the provider reports no usage for."""
+        self.spend = spend or Spend(Pricing(model, provider.name, provider.url or None))
+        """Every request's tokens and cost, checked against its limits before each request."""
         self._system = system_prompt(session, self.format, compact=compact)
+        self._unlogged = Usage()
+        """What requests whose stream broke cost: counted into the next reply's record."""
 
     def run(self, prompt: str) -> RunResult:
         """:meth:`send` ``prompt``, and what came of it."""
@@ -173,9 +181,18 @@ class Agent:
     def resume(self) -> Outcome:
         """Continue from the current state (after a resume, or after tool results)."""
         self._answer_unfinished()
+        limit = self.spend.limits.time
+        self.session.deadline = None if limit is None else self.spend.started + limit
         fruitless = 0
         for _ in range(self.max_steps):
-            reply = self._generate()
+            request = self._request()
+            refused = self.spend.refusal(self._input_tokens(request),
+                                         self.max_tokens)
+            if refused is not None:
+                ending = Outcome.TIME_LIMIT if refused.kind == "time-limit" else Outcome.BUDGET
+                self._record(system(str(refused), ending=ending, limit=refused.kind))
+                return ending
+            reply = self._generate(request)
             self.conversation.append(reply.message)
             if reply.interrupted:
                 for call in reply.native:
@@ -259,21 +276,38 @@ class Agent:
         return ChatRequest(self.model, self._system, messages, tools, self.max_tokens,
                            self.sampling)
 
-    def _generate(self) -> _Reply:
-        """One reply, asked for again while its stream breaks off (up to ``retries``)."""
+    def _generate(self, request: ChatRequest) -> _Reply:
+        """One reply, asked for again while its stream breaks off (up to ``retries``, each
+        retry within the limits too)."""
         attempt = 0
         while True:
             try:
-                return self._generate_once()
+                return self._generate_once(request)
             except StreamBroken as err:
                 attempt += 1
                 if attempt > self.retries:
                     raise
+                refused = self.spend.refusal(self._input_tokens(request),
+                                             self.max_tokens)
+                if refused is not None:
+                    raise StreamBroken(f"{err} (not asked again: {refused})") from err
                 delay = self.backoff * 2 ** (attempt - 1)
                 self._emit(Retrying(str(err), attempt, self.retries, delay))
                 self._sleep(delay)
 
-    def _generate_once(self) -> _Reply:
+    def _cost(self, usage: Usage) -> float | None:
+        cost = self.spend.pricing.cost(usage)
+        return None if cost is None else float(cost)
+
+    def _input_tokens(self, request: ChatRequest) -> int:
+        return request_tokens(self.counter, request.system, request.messages, request.tools)
+
+    def _counted(self, request: ChatRequest, output: str) -> Usage:
+        """A request's usage where the provider reported none: its input and the output
+        received, as the counter counts them."""
+        return Usage(self._input_tokens(request), self.counter.count(output))
+
+    def _generate_once(self, request: ChatRequest) -> _Reply:
         """Stream one reply; stop it at its first complete runnable call."""
         parser = StreamParser(self.format)
         text: list[str] = []
@@ -283,7 +317,7 @@ class Agent:
         usage: Usage | None = None
         run = telemetry.current().chat(self.model, provider=self.provider.name,
                                        url=self.provider.url)
-        stream = self.provider.stream(self._request())
+        stream = self.provider.stream(request)
         stopped_early = interrupted = False
         guard = RepetitionGuard()
         looped: str | None = None
@@ -309,13 +343,26 @@ class Agent:
             stopped_early = interrupted = True
             text.append("\n[interrupted by the user]")
         except Exception as err:
-            run.end(error_type=type(err).__name__)
+            if not isinstance(err, StreamBroken):
+                run.end(error_type=type(err).__name__)
+                raise
+            lost, counted = usage, None  # a broken stream is billed all the same
+            if lost is None:
+                lost, counted = self._counted(request, "".join(text)), self.counter.exactness
+            self.spend.add(lost, estimated=counted == "estimate")
+            self._unlogged = _plus(self._unlogged, lost)
+            run.end(error_type=type(err).__name__, usage=lost.as_dict(), counted=counted,
+                    cost_usd=self._cost(lost))
             raise
         finally:
             stream.close()
+        counted = None
+        if usage is None:
+            usage, counted = self._counted(request, "".join(text)), self.counter.exactness
+        self.spend.add(usage, estimated=counted == "estimate")
         run.end(finish_reason="tool_call" if stopped_early and not interrupted
                 else "loop" if looped else end.stop_reason if end else "interrupted",
-                usage=usage.as_dict() if usage else None)
+                usage=usage.as_dict(), counted=counted, cost_usd=self._cost(usage))
         if not stopped_early and looped is None:
             calls = self._first_runnable(parser.finish())
         reply = "".join(text)
@@ -323,11 +370,12 @@ class Agent:
             reply = _up_to(reply, calls[0])
         native_calls = [self._native_call(call) for call in native]
         cut = end is not None and end.cut and not stopped_early
+        usage, self._unlogged = _plus(usage, self._unlogged), Usage()
         message = Message("assistant", reply, reply=ReplyRecord(
             self.model, self.provider.name, self.provider.url or None, usage,
             tuple(NativeCallRecord(call.call_id or "", call.name, dict(call.kwargs))
                   for call in native_calls),
-            cut, end.stop_reason if cut and end else None, looped))
+            cut, end.stop_reason if cut and end else None, looped, counted))
         self._emit(ReplyDone(message, stopped_early or looped is not None))
         diagnostics = [] if looped is not None else parser.diagnostics
         return _Reply(message, [] if interrupted else calls, diagnostics, interrupted,
@@ -350,6 +398,12 @@ class Agent:
         spec = self.session.toolchain.get(call.name)
         return ToolCall(spec.name if spec else call.name, kwargs=arguments,
                         call_id=call.call_id, format=self.format.name)
+
+
+def _plus(one: Usage, other: Usage) -> Usage:
+    return Usage(one.input_tokens + other.input_tokens, one.output_tokens + other.output_tokens,
+                 one.cache_read_tokens + other.cache_read_tokens,
+                 one.cache_write_tokens + other.cache_write_tokens)
 
 
 def _up_to(reply: str, call: ToolCall) -> str:

@@ -1,17 +1,19 @@
 """Usage and cost from conversation logs: which tools are slow or fail, what a model cost.
 
 Everything comes from what the log already holds: each call's last result carries its
-duration and outcome, each assistant message its model and token usage. Prices come from
-``genai-prices``; a model it does not know (a local one, say) costs "unknown", never 0.
+duration and outcome, each assistant message its model and token usage (reported, or counted
+by fencecall). Prices come from the configuration, else ``genai-prices``; a model neither
+knows (a local one without a configured price, say) costs "unknown", never 0.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from ..accounting import Price, Pricing
 from ..message import CallRecord, Message, ReplyRecord
 
 DENIED = frozenset({"blocked", "declined"})
@@ -39,12 +41,15 @@ class ToolStats:
 @dataclass(slots=True)
 class ModelStats:
     """One model's replies and tokens; ``cost`` is None while any reply's price is unknown.
-    ``unmetered`` replies came without a token count: a reply stopped at its first call is
-    cut before the provider reports usage, though its tokens are billed."""
+    The provider reports no usage for a reply stopped at its first call: fencecall counts it,
+    ``counted`` with the model's tokenizer, ``estimated`` where it has none. ``unmetered``
+    replies have no count at all (logs of release 0.1)."""
 
     provider: str
     url: str | None
     replies: int = 0
+    counted: int = 0
+    estimated: int = 0
     unmetered: int = 0
     tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_KINDS, 0))
     cost: Decimal | None = Decimal(0)
@@ -65,13 +70,19 @@ class Stats:
         return total
 
 
-def collect(conversations: Iterable[Sequence[Message]]) -> Stats:
-    """The stats of the messages of one or more conversations."""
+PriceOf = Callable[[str], Price | None]
+"""The configured price of ``provider/model``, if any."""
+
+
+def collect(conversations: Iterable[Sequence[Message]],
+            prices: PriceOf = lambda model: None) -> Stats:
+    """The stats of the messages of one or more conversations, priced by ``prices`` where
+    it knows the model and by ``genai-prices`` elsewhere."""
     stats = Stats()
     for messages in conversations:
         for message in messages:
             if message.reply is not None and message.reply.model:
-                _count_reply(stats, message.reply)
+                _count_reply(stats, message.reply, prices)
             elif message.call is not None:
                 _count_call(stats, message.call)
     return stats
@@ -86,43 +97,20 @@ def _count_call(stats: Stats, call: CallRecord) -> None:
         entry.durations.append(call.duration_s)
 
 
-def _count_reply(stats: Stats, reply: ReplyRecord) -> None:
+def _count_reply(stats: Stats, reply: ReplyRecord, prices: PriceOf) -> None:
     provider = reply.provider
     key = f"{provider}/{reply.model}" if provider else reply.model
     entry = stats.models.setdefault(key, ModelStats(provider, reply.provider_url))
     entry.replies += 1
     usage = reply.usage
-    if usage is None:
+    if usage is None:  # a log of release 0.1: replies cut at a call had no count
         entry.unmetered += 1
-        entry.cost = None  # a reply without usage cannot be priced
+        entry.cost = None
         return
+    entry.counted += reply.counted == "tokenizer"
+    entry.estimated += reply.counted == "estimate"
     counts = usage.as_dict()
     for kind in TOKEN_KINDS:
         entry.tokens[kind] += counts[kind]
-    price = price_of(reply.model, provider, entry.url, counts)
+    price = Pricing(reply.model, provider, entry.url, prices(key)).cost(usage)
     entry.cost = None if price is None or entry.cost is None else entry.cost + price
-
-
-def price_of(model: str, provider: str, url: str | None,
-             usage: dict[str, int]) -> Decimal | None:
-    """What one reply cost in USD, or None when the price library does not know the model."""
-    from genai_prices import Usage, calc_price  # imported only when asked: it is large
-
-    tokens = Usage(input_tokens=usage.get("input_tokens", 0) + usage.get("cache_read_tokens", 0)
-                   + usage.get("cache_write_tokens", 0),
-                   output_tokens=usage.get("output_tokens", 0),
-                   cache_read_tokens=usage.get("cache_read_tokens", 0),
-                   cache_write_tokens=usage.get("cache_write_tokens", 0))
-    try:
-        if url and not _is_local(url):
-            return Decimal(calc_price(tokens, model, provider_api_url=url).total_price)
-        if not url:
-            return Decimal(calc_price(tokens, model, provider_id=provider).total_price)
-    except (LookupError, ValueError):
-        return None
-    return None
-
-
-def _is_local(url: str) -> bool:
-    """A model served on this machine has no list price."""
-    return any(host in url for host in ("://127.", "://localhost", "://[::1]", "://0.0.0.0"))

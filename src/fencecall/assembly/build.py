@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..config import Config, check_apart
+from ..accounting import Estimate, Pricing, Spend, TokenCounter, counter_for
+from ..accounting.prices import is_local
+from ..config import Config, ConfigError, check_apart
 from ..execution import Session
 from ..secrecy import scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, HookRegistry, Toolchain
@@ -112,7 +114,30 @@ def provider(settings: RunSettings, config: Config,
 
     built, _ = get_provider(settings.model, config, secrets, timeout=settings.request_timeout,
                             retries=settings.retries)
+    if settings.limits.usd is not None and not pricing(settings, built).known:
+        where = config.path or "the configuration file"
+        raise ConfigError(
+            f"--budget-usd: the price of {settings.model} is unknown (genai-prices does not "
+            f"list it), so a USD budget cannot be held; set its price in {where}: "
+            f'[models."{settings.model}"] price = {{input = USD, output = USD}} (per million '
+            "tokens), or use --budget-tokens")
     return built
+
+
+def pricing(settings: RunSettings, model: Provider) -> Pricing:
+    """The model's price: the configured one, else its list price."""
+    return Pricing(settings.model_name, model.name, model.url or None, settings.price)
+
+
+def counter(settings: RunSettings, config: Config) -> TokenCounter:
+    """Counts the model's tokens where its provider reports none (see
+    :func:`~fencecall.accounting.counter_for`)."""
+    provider_name = (settings.model or "").partition("/")[0]
+    found = config.providers.get(provider_name)
+    if found is None:
+        return Estimate()
+    hosted = bool(found.base_url) and not is_local(found.base_url or "")
+    return counter_for(found.kind, found.base_url, settings.model_name, hosted=hosted)
 
 
 def session(env: Environment, config: Config, chain: Toolchain, *, confirm: ConfirmFunc,
@@ -126,17 +151,20 @@ def session(env: Environment, config: Config, chain: Toolchain, *, confirm: Conf
                 pass_env=config.pass_env, secrets=env.secrets, mcp_servers=servers, **extra)
 
 
-def agent(settings: RunSettings, model: Provider, run_session: Session,
+def agent(settings: RunSettings, config: Config, model: Provider, run_session: Session,
           conversation: Conversation | None = None, *, on_event: EventSink | None = None,
           sleep: Callable[[float], None] = time.sleep) -> Agent:
-    """The agent loop of a run."""
+    """The agent loop of a run, its spend counted from now and held to the settings'
+    limits."""
     from ..agent import Agent
 
     return Agent(model, settings.model_name, run_session, conversation, fmt=settings.format,
                  max_steps=settings.max_steps, max_tokens=settings.max_tokens,
                  retries=settings.retries, on_event=on_event, sleep=sleep,
                  feedback_limit=settings.feedback_limit, sampling=settings.sampling,
-                 compact=settings.compact, context_window=settings.context_window)
+                 compact=settings.compact, context_window=settings.context_window,
+                 counter=counter(settings, config),
+                 spend=Spend(pricing(settings, model), settings.limits))
 
 
 def tool_session(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
@@ -173,4 +201,4 @@ def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
     except BaseException:
         run_session.close()
         raise
-    return agent(settings, model, run_session, log, on_event=on_event)
+    return agent(settings, config, model, run_session, log, on_event=on_event)

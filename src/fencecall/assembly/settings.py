@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
+from ..accounting import Limits, Price
 from ..config import Config, ConfigError, PromptMode, Sampling
 from ..parsing import CallFormat, get_format
 from ..tools.mcp import McpServerConfig
@@ -62,6 +63,10 @@ class Overrides:
     sandbox: str | None = None
     network: bool | None = None
     mcp: tuple[McpServerConfig, ...] = ()
+    budget_usd: float | None = None
+    budget_tokens: int | None = None
+    time_limit: float | None = None
+    """Wall-clock seconds for the whole run."""
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> Overrides:
@@ -98,6 +103,9 @@ class RunSettings:
     sandbox: SandboxPolicy
     network: bool
     mcp_servers: tuple[McpServerConfig, ...]
+    limits: Limits = field(default_factory=Limits)
+    price: Price | None = None
+    """The model's configured price (None: ``genai-prices``' list price, if any)."""
 
     @property
     def model_name(self) -> str:
@@ -157,7 +165,13 @@ def resolve(config: Config, *overrides: Overrides, env: Mapping[str, str] | None
         roots=tuple(roots),
         sandbox=_sandbox(first(lambda o: o.sandbox), config.sandbox),
         network=bool(first(lambda o: o.network, config.network)),
-        mcp_servers=tuple(servers.values()))
+        mcp_servers=tuple(servers.values()),
+        limits=Limits(first(lambda o: o.budget_usd, per_model.limits.usd, config.limits.usd),
+                      first(lambda o: o.budget_tokens, per_model.limits.tokens,
+                            config.limits.tokens),
+                      first(lambda o: o.time_limit, per_model.limits.time,
+                            config.limits.time)),
+        price=per_model.price)
 
 
 def _format(name: str | None, configured: CallFormat) -> CallFormat:

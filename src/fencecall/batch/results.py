@@ -57,9 +57,11 @@ class TaskResult:
     tool_calls: tuple[ToolCallRecord, ...] = ()
     tool_errors: int = 0
     tokens: Mapping[str, int] = field(default_factory=dict)
-    unmetered_replies: int = 0
-    """Replies without a token count (a reply stopped at its call is cut before the server
-    reports usage), as in ``fencecall stats``."""
+    counted_replies: int = 0
+    """Replies the provider reported no usage for (a reply stopped at its call is cut
+    before the server reports it), counted by fencecall, as in ``fencecall stats``."""
+    estimated_replies: int = 0
+    """Of those, the ones counted by the estimate that errs high (no tokenizer to hand)."""
     cost_usd: str | None = None
     """Decimal text; None when any reply's price is unknown (a local model, say)."""
     model: str | None = None

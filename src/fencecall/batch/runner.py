@@ -325,7 +325,7 @@ class Runner:
                                    "tools": list(session.toolchain.names()),
                                    "workspace": str(workspace),
                                    "sandbox": str(env.sandbox.policy), "batch_task": task.id})
-            status = assembly.agent(settings, _StoppableProvider(provider, stop), session,
+            status = assembly.agent(settings, config, _StoppableProvider(provider, stop), session,
                                     conversation, sleep=stop.sleep).send(task.prompt)
             if status is Outcome.INTERRUPTED:  # nobody is there to press Ctrl-C
                 status = Outcome.ERROR
@@ -423,7 +423,8 @@ def _result(task: Task, status: Outcome, error: str | None, messages: Sequence[M
         id=task.id, status=status, final=replies[-1].content if replies else None,
         error=error, steps=len(replies), tool_calls=calls,
         tool_errors=sum(call.outcome != "ok" for call in calls), tokens=tokens,
-        unmetered_replies=sum(entry.unmetered for entry in stats.models.values()),
+        counted_replies=sum(entry.counted + entry.estimated for entry in stats.models.values()),
+        estimated_replies=sum(entry.estimated for entry in stats.models.values()),
         cost_usd=None if cost is None else str(cost), model=model, wall_s=round(wall, 3),
         diff=diff, log=str(log) if log else None,
         workspace=str(workspace) if workspace else None, metadata=dict(task.metadata),

@@ -114,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--resume", "-r", metavar="NAME", help="continue a conversation")
     chat.add_argument("--max-steps", type=_at_least(1), metavar="N",
                       help="model replies per prompt before stopping (exit status 1)")
+    chat.add_argument("--budget-usd", type=_at_least(1e-9, float), metavar="USD",
+                      help="stop before a request that could take the spend past USD "
+                           "(exit status 3)")
+    chat.add_argument("--budget-tokens", type=_at_least(1), metavar="N",
+                      help="stop before a request that could take input and output tokens "
+                           "past N (exit status 3)")
+    chat.add_argument("--time-limit", type=_at_least(0.001, float), metavar="SECONDS",
+                      help="stop once the run has taken SECONDS (exit status 4)")
     chat.add_argument("--max-tokens", type=_at_least(1), metavar="N",
                       help="output tokens asked of the model per reply")
     chat.add_argument("--timeout", type=_at_least(0.001, float), metavar="SECONDS",

@@ -30,7 +30,8 @@ def overrides_of(args: argparse.Namespace) -> Overrides:
         stop=tuple(flag("stop") or ()), context_window=flag("context_window"),
         prompt=flag("prompt_mode"), timeout=flag("timeout"), workspace=flag("workspace"),
         roots=tuple(flag("root") or ()), sandbox=flag("sandbox"), network=flag("network"),
-        mcp=mcp_declarations_of(args))
+        mcp=mcp_declarations_of(args), budget_usd=flag("budget_usd"),
+        budget_tokens=flag("budget_tokens"), time_limit=flag("time_limit"))
 
 
 def mcp_declarations_of(args: argparse.Namespace) -> tuple[McpServerConfig, ...]:

@@ -20,7 +20,8 @@ from .visible import visible_text
 def run(args: argparse.Namespace) -> int:
     config = load_config()
     names = args.conversations or [info.name for info in Conversation.list_all(config.home)]
-    stats = collect(Conversation.open(config.home, name).messages for name in names)
+    stats = collect((Conversation.open(config.home, name).messages for name in names),
+                    lambda model: config.model_settings(model).price)
     if args.json:
         json.dump(as_json(stats, names), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -47,21 +48,27 @@ def show(stats: Stats, console: Console, title: str) -> None:
                       str(entry.denials), _seconds(entry.percentile(0.5)),
                       _seconds(entry.percentile(0.95)))
     models = Table(title="Models", title_justify="left")
-    for column in ("model", "replies", "unmetered", "input", "output", "cache read",
-                   "cache write", "cost"):
+    for column in ("model", "replies", "counted", "estimated", "unmetered", "input",
+                   "output", "cache read", "cache write", "cost"):
         models.add_column(column, justify="left" if column == "model" else "right")
     for name, model in sorted(stats.models.items()):
         tokens = model.tokens
-        models.add_row(visible_text(name), str(model.replies), str(model.unmetered),
-                       str(tokens["input_tokens"]),
+        models.add_row(visible_text(name), str(model.replies), str(model.counted),
+                       str(model.estimated), str(model.unmetered), str(tokens["input_tokens"]),
                        str(tokens["output_tokens"]), str(tokens["cache_read_tokens"]),
                        str(tokens["cache_write_tokens"]), _money(model.cost))
     console.print(tools)
     console.print(models)
     console.print(f"Total cost: {_money(stats.cost)}")
+    if any(model.counted or model.estimated for model in stats.models.values()):
+        console.print("Counted replies were stopped at their first call (or their stream "
+                      "broke) before the provider reported their tokens: fencecall counted "
+                      "them with the model's tokenizer; estimated ones, with no tokenizer to "
+                      "hand, at half a token per byte (more than any tokenizer gives), so "
+                      "their tokens and cost are upper bounds.")
     if any(model.unmetered for model in stats.models.values()):
-        console.print("Unmetered replies were stopped at their first call, before the "
-                      "provider reported their tokens; their cost is not known.")
+        console.print("Unmetered replies (logs of release 0.1) have no token count; their "
+                      "cost is not known.")
 
 
 def as_json(stats: Stats, names: list[str]) -> dict[str, Any]:
@@ -73,7 +80,8 @@ def as_json(stats: Stats, names: list[str]) -> dict[str, Any]:
         "tools": {name: {"calls": t.calls, "failures": t.failures, "denials": t.denials,
                          "p50_s": t.percentile(0.5), "p95_s": t.percentile(0.95)}
                   for name, t in stats.tools.items()},
-        "models": {name: {"replies": m.replies, "unmetered": m.unmetered, **m.tokens,
+        "models": {name: {"replies": m.replies, "counted": m.counted,
+                          "estimated": m.estimated, "unmetered": m.unmetered, **m.tokens,
                           "cost_usd": money(m.cost)}
                    for name, m in stats.models.items()},
         "cost_usd": money(stats.cost),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -110,6 +111,12 @@ class Session:
 
     def functions(self) -> Mapping[str, Callable[..., Any]]:
         return self.toolchain.functions()
+
+    deadline: float | None = None
+    """The run's time limit as a :func:`time.monotonic` instant, set by the agent."""
+
+    def time_left(self) -> float | None:
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
     def resource(self, key: str, factory: Callable[[], R]) -> R:
         """The session's resource ``key``, created by ``factory`` on first use."""

@@ -18,8 +18,11 @@ class ChatRun:
     """One model request being measured; :meth:`end` closes it."""
 
     def end(self, *, finish_reason: str | None = None, usage: Mapping[str, int] | None = None,
-            error_type: str | None = None) -> None:
-        """How the request ended: its stop reason and token usage, or the error's type."""
+            error_type: str | None = None, counted: str | None = None,
+            cost_usd: float | None = None) -> None:
+        """How the request ended: its stop reason and token usage (``counted`` says how
+        fencecall counted a usage the provider did not report), its cost, or the error's
+        type."""
 
 
 _NO_TOOL = ToolRun()

@@ -124,9 +124,14 @@ class _OtelChatRun(ChatRun):
         self._started = time.monotonic()
 
     def end(self, *, finish_reason: str | None = None, usage: Mapping[str, int] | None = None,
-            error_type: str | None = None) -> None:
+            error_type: str | None = None, counted: str | None = None,
+            cost_usd: float | None = None) -> None:
         attributes = dict(self._attributes)
         span = self._span
+        if counted is not None:  # the provider reported none: fencecall's own count
+            span.set_attribute("fencecall.usage.counted", counted)
+        if cost_usd is not None:
+            span.set_attribute("fencecall.cost_usd", cost_usd)
         if finish_reason is not None:
             span.set_attribute(gen_ai.GEN_AI_RESPONSE_FINISH_REASONS, [finish_reason])
         if usage is not None:

@@ -67,6 +67,11 @@ class ToolContext(Protocol):
         """The environment for processes tools start (no secrets in it)."""
         ...
 
+    def time_left(self) -> float | None:
+        """Seconds until the run's time limit (None: it has none); no command may run
+        past it."""
+        ...
+
     def functions(self) -> Mapping[str, Callable[..., Any]]:
         """The functions the loaded tools make callable from code (the python tool)."""
         ...

@@ -39,6 +39,9 @@ def execute_python(invocation: ToolInvocation) -> Message:
         raise ToolError("python: the code is empty; put the code in the block.")
     timeout = invocation.kwargs.get("timeout", DEFAULT_TIMEOUT)
     context = invocation.context
+    left = context.time_left()
+    if left is not None and left < timeout:  # the run's time limit ends the code too
+        timeout = max(left, 0.001)
     from ..runtime.python_session import PythonSession
 
     interpreter = context.resource(

@@ -58,6 +58,9 @@ def execute_shell(invocation: ToolInvocation) -> Message:
     timeout = invocation.kwargs.get("timeout", DEFAULT_TIMEOUT)
     if timeout <= 0:
         raise ToolError("shell: timeout must be a positive number of seconds.")
+    left = invocation.context.time_left()
+    if left is not None and left < timeout:  # the run's time limit ends the command too
+        timeout = max(left, 0.001)
     result = _shell(invocation).run(command, timeout=timeout,
                                     read_only=runs_read_only(invocation))
     return system(format_result(command, result, timeout),

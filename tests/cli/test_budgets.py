@@ -1,0 +1,102 @@
+"""Budgets hold: each request is sent only if its worst case fits what is left, counted by
+the server's own tokenizer; a USD budget without a price never starts; the time limit ends a
+running command and the run."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from ..fakeserver import FakeModelServer, Reply, dense_tokens
+from .conftest import CLI, log_of
+
+F = "```"
+
+
+def _configure(tmp_path: Path, text: str) -> None:
+    config = tmp_path / "config" / "fencecall" / "config.toml"  # where cli_env points
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(text)
+
+
+def test_an_unpriced_model_with_a_usd_budget_refuses_to_start(fencecall: CLI) -> None:
+    with FakeModelServer([Reply("Hi.")]) as server:
+        result = fencecall("--model", "local/m", "--budget-usd", "1", "hi",
+                           base_url=server.openai_url)
+    assert result.returncode == 2, result.stderr
+    assert "the price of local/m is unknown" in result.stderr
+    assert '[models."local/m"] price = {input = USD, output = USD}' in result.stderr
+    assert server.requests == []
+
+
+def test_replies_that_keep_failing_to_parse_stop_at_the_token_budget(
+        fencecall: CLI, tmp_path: Path) -> None:
+    _configure(tmp_path, "near_misses = 100\n")
+    replies = [Reply(f"{F}python\nprint({i})\n{F}\n") for i in range(40)]  # no such tool
+    budget, reply_limit = 30_000, 200
+    with FakeModelServer(replies, tokenizer=dense_tokens) as server:
+        result = fencecall("--model", "local/m", "--name", "b", "--budget-tokens",
+                           str(budget), "--max-tokens", str(reply_limit), "compute",
+                           base_url=server.openai_url)
+    assert result.returncode == 3, result.stderr
+    assert "Stopped by the token budget" in result.stdout
+    sent = server.requests
+    assert 2 <= len(sent) < len(replies)
+    assert server.billed() <= budget * 1.02  # every request's worst case fitted
+    # and the one not sent would not have: its input at least the last one's
+    assert server.billed() + sent[-1].input_tokens + reply_limit > budget * 0.98
+    assert log_of(tmp_path, "b")[-1]["metadata"] == {"ending": "budget",
+                                                       "limit": "budget-tokens"}
+
+
+def test_a_session_of_cut_replies_stops_within_one_request_of_its_usd_cap(
+        fencecall: CLI, tmp_path: Path) -> None:
+    per_token = 0.001  # USD: 1000 USD per million tokens, in and out
+    _configure(tmp_path, '[models."local/m"]\nprice = {input = 1000, output = 1000}\n')
+    replies = [Reply(f"Step {i}.\n{F}shell\necho {i}\n{F}\nThen I will explain at length. "
+                     * 3) for i in range(60)]
+    cap, reply_limit = 40.0, 300
+    with FakeModelServer(replies, tokenizer=dense_tokens) as server:
+        result = fencecall("-y", "--model", "local/m", "--budget-usd", str(cap),
+                           "--max-tokens", str(reply_limit), "go", base_url=server.openai_url)
+    assert result.returncode == 3, result.stderr
+    assert "Stopped by the USD budget" in result.stdout
+    assert len(server.requests) < len(replies)
+    spent = server.billed() * per_token  # by the server's own count
+    worst = (server.requests[-1].input_tokens + reply_limit) * per_token
+    # fencecall holds the cap by its own count of the cut replies, which is within 2% of the
+    # server's (the wire wraps tool results a little differently)
+    assert cap - worst <= spent <= cap * 1.02
+
+
+def test_the_time_limit_ends_a_running_command_and_the_run(fencecall: CLI,
+                                                          workspace: Path) -> None:
+    marker = "613.25"  # a sleep no other process runs
+    replies = [Reply(f"{F}shell\nsleep {marker}\n{F}\n"), Reply("Done.")]
+    with FakeModelServer(replies) as server:
+        started = time.monotonic()
+        result = fencecall("-y", "--model", "local/m", "--time-limit", "5", "wait",
+                           base_url=server.openai_url)
+        took = time.monotonic() - started
+    assert result.returncode == 4, result.stderr
+    assert took < 7, took
+    assert "Stopped by the time limit" in result.stdout
+    assert len(server.requests) == 1
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout
+
+
+def test_a_broken_stream_asked_for_again_is_counted_too(fencecall: CLI, tmp_path: Path) -> None:
+    replies = [Reply("A long answer that breaks off " * 5, cut_after=4),
+               Reply("A long answer that arrives.")]
+    with FakeModelServer(replies, tokenizer=dense_tokens) as server:
+        result = fencecall("--model", "local/m", "--name", "br", "hi",
+                           base_url=server.openai_url)
+    assert result.returncode == 0, result.stderr
+    first, second = server.requests
+    answer = next(r for r in log_of(tmp_path, "br") if r["role"] == "assistant")
+    usage = answer["metadata"]["usage"]
+    # the reported usage of the second request, plus fencecall's count of the broken one
+    assert usage["input_tokens"] >= second.input_tokens + first.input_tokens * 0.98
+    assert usage["output_tokens"] >= second.output_tokens + first.output_tokens
