@@ -110,7 +110,7 @@ class FakeModelServer:
                  respond: Responder | None = None,
                  models: list[dict[str, Any]] | None = None,
                  props: dict[str, Any] | None = None, keep_alive: bool = False,
-                 tokenizer: Tokenizer | None = None):
+                 tokenizer: Tokenizer | None = None, template_tokens: int = 0):
         self.replies = list(replies or ())
         self.keep_alive = keep_alive
         """Stream with chunked encoding and keep the connection for the next request, as
@@ -123,6 +123,8 @@ class FakeModelServer:
         self.tokenizer = tokenizer
         """With a tokenizer the server serves ``POST /tokenize`` (vLLM's and llama.cpp's
         bodies), reports usage by its own count, and counts what each request billed."""
+        self.template_tokens = template_tokens
+        """Tokens the chat template adds to each request's input (a default system prompt)."""
         self.requests: list[Served] = []
         self.tokenize_calls = 0
         self._lock = threading.Lock()
@@ -168,7 +170,8 @@ class FakeModelServer:
                 if server.tokenizer is not None:
                     count = server.tokenizer
                     served.input_tokens = (sum(len(count(t)) for t in _input_text(body))
-                                           + 4 * (1 + len(body.get("messages", []))) + 3)
+                                           + 4 * (1 + len(body.get("messages", []))) + 3
+                                           + server.template_tokens)
                     reply = replace(reply, usage=(served.input_tokens, len(count(reply.text))))
                     pieces = [len(count(p)) for p in _pieces(reply.text, reply.chunk_size)]
                 if self.path.endswith("/chat/completions"):

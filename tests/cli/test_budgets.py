@@ -100,3 +100,35 @@ def test_a_broken_stream_asked_for_again_is_counted_too(fencecall: CLI, tmp_path
     # the reported usage of the second request, plus fencecall's count of the broken one
     assert usage["input_tokens"] >= second.input_tokens + first.input_tokens * 0.98
     assert usage["output_tokens"] >= second.output_tokens + first.output_tokens
+
+
+def test_a_resumed_conversation_says_what_it_spent_and_goes_on_under_new_limits(
+        fencecall: CLI, tmp_path: Path) -> None:
+    _configure(tmp_path, '[models."local/m"]\nprice = {input = 1000, output = 1000}\n')
+    replies = [Reply(f"{F}shell\necho {i}\n{F}\n") for i in range(3)] + [Reply("Done.")]
+    with FakeModelServer(replies, tokenizer=dense_tokens) as server:
+        first = fencecall("-y", "--model", "local/m", "--name", "r", "--budget-tokens", "1",
+                          "go", base_url=server.openai_url)
+        assert first.returncode == 3 and server.requests == []
+        again = fencecall("-y", "--resume", "r", "--budget-usd", "1000", "go on",
+                          base_url=server.openai_url)
+    assert again.returncode == 0, again.stderr
+    assert "fencecall: spent so far 0 tokens, $0.0000" in again.stderr
+    assert len(server.requests) == 4
+
+
+def test_what_the_chat_template_adds_is_learned_from_a_reported_reply(
+        fencecall: CLI, tmp_path: Path) -> None:
+    replies = [Reply("Let me look."), *(Reply(f"{F}shell\necho {i}\n{F}\nmore") for i in range(3)),
+               Reply("Done.")]
+    with FakeModelServer(replies, tokenizer=dense_tokens, template_tokens=40) as server:
+        assert fencecall("-y", "--model", "local/m", "--name", "t", "look",
+                         base_url=server.openai_url).returncode == 0
+        assert fencecall("-y", "--resume", "t", "go on",
+                         base_url=server.openai_url).returncode == 0
+    counted = [r["metadata"]["usage"]["input_tokens"] for r in log_of(tmp_path, "t")
+               if r["role"] == "assistant" and "usage_counted" in r.get("metadata", {})]
+    billed = [r.input_tokens for r in server.requests[1:4]]  # the resumed run's cut replies
+    assert len(counted) == 3
+    for mine, theirs in zip(counted, billed, strict=True):  # the 40 template tokens counted
+        assert abs(mine - theirs) <= theirs * 0.01, (counted, billed)

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .. import telemetry
-from ..accounting import Estimate, Pricing, Spend, TokenCounter, request_tokens
+from ..accounting import Estimate, Pricing, Refusal, Spend, TokenCounter, request_tokens
 from ..config import Sampling
 from ..execution import Session, resolve
 from ..message import Message, NativeCallRecord, Outcome, ReplyRecord, Status, system
@@ -42,6 +42,7 @@ from ..providers import (
     TextDelta,
     Usage,
 )
+from ..providers.base import wire_texts
 from .context import fit
 from .conversation import Conversation
 from .near_miss import feedback, near_misses
@@ -162,6 +163,9 @@ class Agent:
         """Every request's tokens and cost, checked against its limits before each request."""
         self._system = system_prompt(session, self.format, compact=compact)
         self._unlogged = Usage()
+        self._template = 0
+        """Tokens the server's chat template adds beyond what the counter counts (a default
+        system prompt, say): learned from each reply whose usage the provider reported."""
         """What requests whose stream broke cost: counted into the next reply's record."""
 
     def run(self, prompt: str) -> RunResult:
@@ -181,13 +185,13 @@ class Agent:
     def resume(self) -> Outcome:
         """Continue from the current state (after a resume, or after tool results)."""
         self._answer_unfinished()
+        self._learn_template_from_history()
         limit = self.spend.limits.time
         self.session.deadline = None if limit is None else self.spend.started + limit
         fruitless = 0
         for _ in range(self.max_steps):
             request = self._request()
-            refused = self.spend.refusal(self._input_tokens(request),
-                                         self.max_tokens)
+            refused = self._refusal(request)
             if refused is not None:
                 ending = Outcome.TIME_LIMIT if refused.kind == "time-limit" else Outcome.BUDGET
                 self._record(system(str(refused), ending=ending, limit=refused.kind))
@@ -266,11 +270,12 @@ class Agent:
         self.conversation.append(result)
         self._emit(ToolResult(result))
 
-    def _request(self) -> ChatRequest:
+    def _request(self, history: Sequence[Message] | None = None) -> ChatRequest:
+        """The request for the conversation so far (or for ``history``)."""
         fmt = self.format
         tools = tuple(spec.function_schema(fmt) for spec in self.session.toolchain.tools
                       if spec.is_runnable) if fmt.native else ()
-        messages = tuple(self.conversation.messages)
+        messages = tuple(self.conversation.messages if history is None else history)
         if self.context_window is not None:
             messages = fit(self._system, messages, self.context_window, self.max_tokens)
         return ChatRequest(self.model, self._system, messages, tools, self.max_tokens,
@@ -287,20 +292,44 @@ class Agent:
                 attempt += 1
                 if attempt > self.retries:
                     raise
-                refused = self.spend.refusal(self._input_tokens(request),
-                                             self.max_tokens)
+                refused = self._refusal(request)
                 if refused is not None:
                     raise StreamBroken(f"{err} (not asked again: {refused})") from err
                 delay = self.backoff * 2 ** (attempt - 1)
                 self._emit(Retrying(str(err), attempt, self.retries, delay))
                 self._sleep(delay)
 
+    def _refusal(self, request: ChatRequest) -> Refusal | None:
+        """Why ``request`` must not be sent (its input is counted only under a limit)."""
+        if not self.spend.limits:
+            return None
+        return self.spend.refusal(self._input_tokens(request), self.max_tokens)
+
     def _cost(self, usage: Usage) -> float | None:
         cost = self.spend.pricing.cost(usage)
         return None if cost is None else float(cost)
 
     def _input_tokens(self, request: ChatRequest) -> int:
-        return request_tokens(self.counter, request.system, request.messages, request.tools)
+        return self._template + request_tokens(self.counter, request.system,
+                                               wire_texts(request.messages), request.tools)
+
+    def _learn_template_from_history(self) -> None:
+        """What the template adds, from the last reply of the conversation whose usage its
+        provider reported (a resumed conversation's first replies may be cut at a call)."""
+        messages = self.conversation.messages
+        for index in range(len(messages) - 1, -1, -1):
+            reply = messages[index].reply
+            if reply is not None and reply.usage is not None and reply.counted is None \
+                    and reply.model == self.model:
+                request = self._request(messages[:index])
+                self._learn_template(request, reply.usage)
+                return
+
+    def _learn_template(self, request: ChatRequest, reported: Usage) -> None:
+        counted = request_tokens(self.counter, request.system, wire_texts(request.messages),
+                                 request.tools)
+        billed = reported.input_tokens + reported.cache_read_tokens + reported.cache_write_tokens
+        self._template = max(0, billed - counted)
 
     def _counted(self, request: ChatRequest, output: str) -> Usage:
         """A request's usage where the provider reported none: its input and the output
@@ -359,6 +388,8 @@ class Agent:
         counted = None
         if usage is None:
             usage, counted = self._counted(request, "".join(text)), self.counter.exactness
+        else:
+            self._learn_template(request, usage)
         self.spend.add(usage, estimated=counted == "estimate")
         run.end(finish_reason="tool_call" if stopped_early and not interrupted
                 else "loop" if looped else end.stop_reason if end else "interrupted",

@@ -63,10 +63,23 @@ def _resumed(args: argparse.Namespace, config: Config,
         print(f"fencecall: note: {visible(note)}", file=sys.stderr)
     said = f" with {', '.join(restored.applied)}" if restored.applied else ""
     print(f"fencecall: resumed {conversation.name}{visible(said)}", file=sys.stderr)
+    print(f"fencecall: {_spent(conversation, config)} (budgets and the time limit count from "
+          "now)", file=sys.stderr)
     if restored.refused:
         print(f"fencecall: not restored from the log: {visible('; '.join(restored.refused))}",
               file=sys.stderr)
     return conversation, restored.overrides
+
+
+def _spent(conversation: Conversation, config: Config) -> str:
+    """What the conversation spent so far, as ``fencecall stats`` counts it."""
+    from ..agent.stats import collect
+
+    stats = collect([conversation.messages], lambda model: config.model_settings(model).price)
+    tokens = sum(sum(model.tokens.values()) for model in stats.models.values())
+    cost = stats.cost
+    money = "cost unknown" if cost is None else f"${cost:.4f}"
+    return f"spent so far {tokens:,} tokens, {money}"
 
 
 @dataclass

@@ -64,7 +64,7 @@ def show(stats: Stats, console: Console, title: str) -> None:
         console.print("Counted replies were stopped at their first call (or their stream "
                       "broke) before the provider reported their tokens: fencecall counted "
                       "them with the model's tokenizer; estimated ones, with no tokenizer to "
-                      "hand, at half a token per byte (more than any tokenizer gives), so "
+                      "hand, by an estimate that errs high, so "
                       "their tokens and cost are upper bounds.")
     if any(model.unmetered for model in stats.models.values()):
         console.print("Unmetered replies (logs of release 0.1) have no token count; their "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -135,6 +136,20 @@ def turns(messages: Iterable[Message]) -> Iterator[tuple[TurnKind, Message]]:
             yield ("native_result" if message.call_id in native_ids else "tool_result"), message
         else:
             yield "user", message
+
+
+def wire_texts(messages: Iterable[Message]) -> list[str]:
+    """The text of each message as chat APIs are shown it (tool results marked as coming
+    from the system, native calls' arguments beside the reply's text): what the model's
+    server counts as input."""
+    texts = []
+    for kind, message in turns(messages):
+        if kind == "tool_result":
+            texts.append(tool_result_text(message))
+        else:
+            texts.append(message.content + "".join(json.dumps(dict(call.arguments))
+                                                   for call in message.native_calls))
+    return texts
 
 
 def tool_result_text(message: Message) -> str:
