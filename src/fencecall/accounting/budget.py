@@ -71,6 +71,14 @@ class Spend:
         if limits.time is not None and self.elapsed() >= limits.time:
             return Refusal("time-limit", f"{self.elapsed():.1f} s", f"{limits.time:g} s",
                            "more time")
+        refusal = self._budget_refusal(input_tokens, max_output)
+        if refusal is not None and self.estimated:
+            return Refusal(refusal.kind, f"{refusal.spent} (some counts estimated, high)",
+                           refusal.limit, refusal.needed)
+        return refusal
+
+    def _budget_refusal(self, input_tokens: int, max_output: int) -> Refusal | None:
+        limits = self.limits
         worst = input_tokens + max_output
         if limits.tokens is not None and self.tokens + worst > limits.tokens:
             return Refusal("budget-tokens", f"{self.tokens:,} tokens",

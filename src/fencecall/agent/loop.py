@@ -163,10 +163,10 @@ class Agent:
         """Every request's tokens and cost, checked against its limits before each request."""
         self._system = system_prompt(session, self.format, compact=compact)
         self._unlogged = Usage()
+        """What requests whose stream broke cost: counted into the next reply's record."""
         self._template = 0
         """Tokens the server's chat template adds beyond what the counter counts (a default
         system prompt, say): learned from each reply whose usage the provider reported."""
-        """What requests whose stream broke cost: counted into the next reply's record."""
 
     def run(self, prompt: str) -> RunResult:
         """:meth:`send` ``prompt``, and what came of it."""
@@ -401,7 +401,9 @@ class Agent:
             reply = _up_to(reply, calls[0])
         native_calls = [self._native_call(call) for call in native]
         cut = end is not None and end.cut and not stopped_early
-        usage, self._unlogged = _plus(usage, self._unlogged), Usage()
+        if self._unlogged != Usage():  # broken attempts before it: counted by fencecall
+            usage, self._unlogged = _plus(usage, self._unlogged), Usage()
+            counted = counted or self.counter.exactness
         message = Message("assistant", reply, reply=ReplyRecord(
             self.model, self.provider.name, self.provider.url or None, usage,
             tuple(NativeCallRecord(call.call_id or "", call.name, dict(call.kwargs))
