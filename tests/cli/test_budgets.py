@@ -132,3 +132,19 @@ def test_what_the_chat_template_adds_is_learned_from_a_reported_reply(
     assert len(counted) == 3
     for mine, theirs in zip(counted, billed, strict=True):  # the 40 template tokens counted
         assert abs(mine - theirs) <= theirs * 0.01, (counted, billed)
+
+
+def test_the_time_limit_cuts_a_reply_still_streaming(fencecall: CLI, tmp_path: Path) -> None:
+    slow = Reply("word " * 200, chunk_size=5, delay=0.05)  # ten seconds of streaming
+    with FakeModelServer([slow]) as server:
+        started = time.monotonic()
+        result = fencecall("--model", "local/m", "--name", "slow", "--time-limit", "2", "talk",
+                           base_url=server.openai_url)
+        took = time.monotonic() - started
+    assert result.returncode == 4, result.stderr
+    assert took < 6, took
+    assert server.requests[0].chunks_sent < server.requests[0].chunks_total
+    reply, stop = log_of(tmp_path, "slow")[-2:]
+    assert reply["content"].endswith("[cut at the time limit]")
+    assert reply["metadata"]["usage_counted"] in ("tokenizer", "estimate")  # billed: counted
+    assert stop["metadata"] == {"ending": "time-limit", "limit": "time-limit"}

@@ -121,6 +121,8 @@ class _Reply:
     native: list[ToolCall] = field(default_factory=list)
     looped: str | None = None
     """The message telling the model its reply looped and was cut."""
+    out_of_time: bool = False
+    """The run's time limit passed while the reply streamed: it was cut there."""
 
 
 class Agent:
@@ -198,6 +200,15 @@ class Agent:
                 return ending
             reply = self._generate(request)
             self.conversation.append(reply.message)
+            if reply.out_of_time:
+                for call in reply.native:
+                    self._record(system("Not run: the reply was cut at the time limit.",
+                                        Status.INTERRUPTED).tagged(call.call_id, call.name))
+                refused = self.spend.refusal(0, 0)
+                assert refused is not None  # the limit has passed
+                self._record(system(str(refused), ending=Outcome.TIME_LIMIT,
+                                    limit=refused.kind))
+                return Outcome.TIME_LIMIT
             if reply.interrupted:
                 for call in reply.native:
                     self._record(system("Not run: the user interrupted the reply (Ctrl-C).",
@@ -347,11 +358,16 @@ class Agent:
         run = telemetry.current().chat(self.model, provider=self.provider.name,
                                        url=self.provider.url)
         stream = self.provider.stream(request)
-        stopped_early = interrupted = False
+        stopped_early = interrupted = out_of_time = False
+        deadline = self.session.deadline
         guard = RepetitionGuard()
         looped: str | None = None
         try:
             for event in stream:
+                if deadline is not None and time.monotonic() >= deadline:
+                    out_of_time = True
+                    text.append("\n[cut at the time limit]")
+                    break
                 if isinstance(event, TextDelta):
                     text.append(event.text)
                     self._emit(ReplyText(event.text))
@@ -391,10 +407,11 @@ class Agent:
         else:
             self._learn_template(request, usage)
         self.spend.add(usage, estimated=counted == "estimate")
-        run.end(finish_reason="tool_call" if stopped_early and not interrupted
+        run.end(finish_reason="time-limit" if out_of_time
+                else "tool_call" if stopped_early and not interrupted
                 else "loop" if looped else end.stop_reason if end else "interrupted",
                 usage=usage.as_dict(), counted=counted, cost_usd=self._cost(usage))
-        if not stopped_early and looped is None:
+        if not stopped_early and looped is None and not out_of_time:
             calls = self._first_runnable(parser.finish())
         reply = "".join(text)
         if calls and stopped_early:
@@ -411,8 +428,9 @@ class Agent:
             cut, end.stop_reason if cut and end else None, looped, counted))
         self._emit(ReplyDone(message, stopped_early or looped is not None))
         diagnostics = [] if looped is not None else parser.diagnostics
-        return _Reply(message, [] if interrupted else calls, diagnostics, interrupted,
-                      cut, native_calls, None if looped is None else LOOPED.format(looped))
+        return _Reply(message, [] if interrupted or out_of_time else calls, diagnostics,
+                      interrupted, cut, native_calls,
+                      None if looped is None else LOOPED.format(looped), out_of_time)
 
     def _first_runnable(self, calls: list[ToolCall]) -> list[ToolCall]:
         toolchain = self.session.toolchain
