@@ -117,8 +117,9 @@ def provider(settings: RunSettings, config: Config,
     if settings.limits.usd is not None and not pricing(settings, built).known:
         where = config.path or "the configuration file"
         raise ConfigError(
-            f"--budget-usd: the price of {settings.model} is unknown (genai-prices does not "
-            f"list it), so a USD budget cannot be held; set its price in {where}: "
+            f"a USD budget (--budget-usd, budget_usd): the price of {settings.model} is "
+            f"unknown (genai-prices does not list it), so the budget cannot be held; set its "
+            f"price in {where}: "
             f'[models."{settings.model}"] price = {{input = USD, output = USD}} (per million '
             "tokens), or use --budget-tokens")
     return built
