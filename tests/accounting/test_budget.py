@@ -35,7 +35,7 @@ def test_the_usd_budget_prices_the_worst_case_and_an_unknown_price_is_refused() 
 def test_the_time_limit_counts_from_the_start() -> None:
     now = [100.0]
     spend = Spend(PRICED, Limits(time=5), clock=lambda: now[0])
-    assert spend.refusal(1, 1) is None and spend.remaining_time() == 5
+    assert spend.refusal(1, 1) is None and spend.deadline == 105
     now[0] = 105.0
     refused = spend.refusal(1, 1)
     assert refused is not None and refused.kind == "time-limit"

@@ -22,7 +22,7 @@ TEXTS = {
 
 
 def test_openai_models_are_counted_with_their_own_vocabulary() -> None:
-    counter = counter_for("openai", None, "gpt-4o", hosted=True)
+    counter = counter_for("openai", None, "gpt-4o")
     assert isinstance(counter, BpeCounter) and counter.exactness == "tokenizer"
     assert counter.count("hello world") == 2
     assert not BpeCounter.knows("qwen2.5-coder")
@@ -36,7 +36,7 @@ def test_the_estimate_errs_high_on_every_kind_of_text(kind: str) -> None:
 
 def test_a_self_hosted_server_counts_with_its_own_tokenizer() -> None:
     with FakeModelServer(tokenizer=dense_tokens) as server:
-        counter = counter_for("openai", server.openai_url, "m", hosted=False)
+        counter = counter_for("openai", server.openai_url, "m")
         assert isinstance(counter, ServerCounter)
         text = TEXTS["json"]
         assert counter.count(text) == len(dense_tokens(text))

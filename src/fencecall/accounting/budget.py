@@ -52,7 +52,6 @@ class Spend:
     started: float = 0.0
     tokens: int = 0
     usd: Decimal = Decimal(0)
-    requests: int = 0
     estimated: bool = False
 
     def __post_init__(self) -> None:
@@ -61,8 +60,10 @@ class Spend:
     def elapsed(self) -> float:
         return self.clock() - self.started
 
-    def remaining_time(self) -> float | None:
-        return None if self.limits.time is None else self.limits.time - self.elapsed()
+    @property
+    def deadline(self) -> float | None:
+        """When the time limit passes, on :attr:`clock` (None: no time limit)."""
+        return None if self.limits.time is None else self.started + self.limits.time
 
     def refusal(self, input_tokens: int, max_output: int) -> Refusal | None:
         """Why a request of ``input_tokens`` that may answer with ``max_output`` tokens must
@@ -90,12 +91,11 @@ class Spend:
                                f"${cost:.4f}" if cost is not None else "an unknown amount")
         return None
 
-    def add(self, usage: Usage, *, estimated: bool = False) -> None:
-        """Count one request's tokens (whatever became of it)."""
-        self.requests += 1
-        self.tokens += (usage.input_tokens + usage.output_tokens + usage.cache_read_tokens
-                        + usage.cache_write_tokens)
+    def add(self, usage: Usage, *, estimated: bool = False) -> Decimal | None:
+        """Count one request's tokens (whatever became of it); its cost, if known."""
+        self.tokens += usage.all_input + usage.output_tokens
         cost = self.pricing.cost(usage)
         if cost is not None:
             self.usd += cost
         self.estimated = self.estimated or estimated
+        return cost

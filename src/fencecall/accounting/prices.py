@@ -35,8 +35,7 @@ def list_price(usage: Usage, model: str, provider: str, url: str | None) -> Deci
     from genai_prices import Usage as Tokens  # imported only when asked: it is large
     from genai_prices import calc_price
 
-    tokens = Tokens(input_tokens=usage.input_tokens + usage.cache_read_tokens
-                    + usage.cache_write_tokens, output_tokens=usage.output_tokens,
+    tokens = Tokens(input_tokens=usage.all_input, output_tokens=usage.output_tokens,
                     cache_read_tokens=usage.cache_read_tokens,
                     cache_write_tokens=usage.cache_write_tokens)
     try:

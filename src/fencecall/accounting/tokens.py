@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from .prices import is_local
+
 Exactness = Literal["tokenizer", "estimate"]
 
 MESSAGE_OVERHEAD = 4
@@ -173,14 +175,13 @@ def server_root(base_url: str) -> str:
     return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
-def counter_for(kind: str, base_url: str | None, model: str, *,
-                hosted: bool) -> TokenCounter:
+def counter_for(kind: str, base_url: str | None, model: str) -> TokenCounter:
     """The best counter for ``model`` of a provider of ``kind`` at ``base_url``: OpenAI's
-    BPE for the models it knows, the server's tokenizer for a self-hosted OpenAI-compatible
-    server (``hosted`` false), else the estimate."""
+    BPE for the models it knows, the server's tokenizer for an OpenAI-compatible server on
+    this machine, else the estimate."""
     if kind == "openai" and BpeCounter.knows(model):
         return BpeCounter(model)
-    if kind == "openai" and base_url and not hosted:
+    if kind == "openai" and base_url and is_local(base_url):
         return ServerCounter(server_root(base_url), model)
     return Estimate()
 

@@ -19,7 +19,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .. import telemetry
-from ..accounting import Estimate, Pricing, Refusal, Spend, TokenCounter, request_tokens
+from ..accounting import (
+    Estimate,
+    Exactness,
+    Pricing,
+    Refusal,
+    Spend,
+    TokenCounter,
+    request_tokens,
+)
 from ..config import Sampling
 from ..execution import Session, resolve
 from ..message import Message, NativeCallRecord, Outcome, ReplyRecord, Status, system
@@ -166,9 +174,12 @@ class Agent:
         self._system = system_prompt(session, self.format, compact=compact)
         self._unlogged = Usage()
         """What requests whose stream broke cost: counted into the next reply's record."""
-        self._template = 0
-        """Tokens the server's chat template adds beyond what the counter counts (a default
-        system prompt, say): learned from each reply whose usage the provider reported."""
+        self._reported = self._reported_in_history()
+        """The last request whose usage the provider reported, with that usage: what the
+        chat template adds beyond the counter's count is learned from it when a count is
+        needed (a resumed conversation's first replies may be cut at a call)."""
+        self._template: int | None = None
+        """Those added tokens (a default system prompt, say), once counted."""
 
     def run(self, prompt: str) -> RunResult:
         """:meth:`send` ``prompt``, and what came of it."""
@@ -187,9 +198,7 @@ class Agent:
     def resume(self) -> Outcome:
         """Continue from the current state (after a resume, or after tool results)."""
         self._answer_unfinished()
-        self._learn_template_from_history()
-        limit = self.spend.limits.time
-        self.session.deadline = None if limit is None else self.spend.started + limit
+        self.session.deadline = self.spend.deadline
         fruitless = 0
         for _ in range(self.max_steps):
             request = self._request()
@@ -316,36 +325,41 @@ class Agent:
             return None
         return self.spend.refusal(self._input_tokens(request), self.max_tokens)
 
-    def _cost(self, usage: Usage) -> float | None:
-        cost = self.spend.pricing.cost(usage)
-        return None if cost is None else float(cost)
+    def _counted_input(self, request: ChatRequest) -> int:
+        return request_tokens(self.counter, request.system, wire_texts(request.messages),
+                              request.tools)
 
     def _input_tokens(self, request: ChatRequest) -> int:
-        return self._template + request_tokens(self.counter, request.system,
-                                               wire_texts(request.messages), request.tools)
+        """The input tokens of ``request``: the counter's count plus what the template adds."""
+        if self._template is None:
+            self._template = 0 if self._reported is None else max(
+                0, self._reported[1].all_input - self._counted_input(self._reported[0]))
+        return self._template + self._counted_input(request)
 
-    def _learn_template_from_history(self) -> None:
-        """What the template adds, from the last reply of the conversation whose usage its
-        provider reported (a resumed conversation's first replies may be cut at a call)."""
+    def _reported_in_history(self) -> tuple[ChatRequest, Usage] | None:
         messages = self.conversation.messages
         for index in range(len(messages) - 1, -1, -1):
             reply = messages[index].reply
             if reply is not None and reply.usage is not None and reply.counted is None \
                     and reply.model == self.model:
-                request = self._request(messages[:index])
-                self._learn_template(request, reply.usage)
-                return
+                return self._request(messages[:index]), reply.usage
+        return None
 
-    def _learn_template(self, request: ChatRequest, reported: Usage) -> None:
-        counted = request_tokens(self.counter, request.system, wire_texts(request.messages),
-                                 request.tools)
-        billed = reported.input_tokens + reported.cache_read_tokens + reported.cache_write_tokens
-        self._template = max(0, billed - counted)
-
-    def _counted(self, request: ChatRequest, output: str) -> Usage:
-        """A request's usage where the provider reported none: its input and the output
-        received, as the counter counts them."""
-        return Usage(self._input_tokens(request), self.counter.count(output))
+    def _bill(self, request: ChatRequest, reported: Usage | None, output: str,
+              run: telemetry.ChatRun, **ending: str | None) -> tuple[Usage, Exactness | None]:
+        """Count one request into the spend and end its telemetry: the usage the provider
+        reported, else the request's input and the ``output`` received as the counter counts
+        them (and how they were counted)."""
+        if reported is None:
+            usage: Usage = Usage(self._input_tokens(request), self.counter.count(output))
+            counted: Exactness | None = self.counter.exactness
+        else:
+            usage, counted = reported, None
+            self._reported, self._template = (request, reported), None
+        cost = self.spend.add(usage, estimated=counted == "estimate")
+        run.end(usage=usage.as_dict(), counted=counted,
+                cost_usd=None if cost is None else float(cost), **ending)
+        return usage, counted
 
     def _generate_once(self, request: ChatRequest) -> _Reply:
         """Stream one reply; stop it at its first complete runnable call."""
@@ -391,26 +405,17 @@ class Agent:
             if not isinstance(err, StreamBroken):
                 run.end(error_type=type(err).__name__)
                 raise
-            lost, counted = usage, None  # a broken stream is billed all the same
-            if lost is None:
-                lost, counted = self._counted(request, "".join(text)), self.counter.exactness
-            self.spend.add(lost, estimated=counted == "estimate")
-            self._unlogged = _plus(self._unlogged, lost)
-            run.end(error_type=type(err).__name__, usage=lost.as_dict(), counted=counted,
-                    cost_usd=self._cost(lost))
+            lost, _ = self._bill(request, usage, "".join(text), run,  # billed all the same
+                                 error_type=type(err).__name__)
+            self._unlogged += lost
             raise
         finally:
             stream.close()
-        counted = None
-        if usage is None:
-            usage, counted = self._counted(request, "".join(text)), self.counter.exactness
-        else:
-            self._learn_template(request, usage)
-        self.spend.add(usage, estimated=counted == "estimate")
-        run.end(finish_reason="time-limit" if out_of_time
-                else "tool_call" if stopped_early and not interrupted
-                else "loop" if looped else end.stop_reason if end else "interrupted",
-                usage=usage.as_dict(), counted=counted, cost_usd=self._cost(usage))
+        billed, counted = self._bill(
+            request, usage, "".join(text), run,
+            finish_reason="time-limit" if out_of_time
+            else "tool_call" if stopped_early and not interrupted
+            else "loop" if looped else end.stop_reason if end else "interrupted")
         if not stopped_early and looped is None and not out_of_time:
             calls = self._first_runnable(parser.finish())
         reply = "".join(text)
@@ -419,10 +424,10 @@ class Agent:
         native_calls = [self._native_call(call) for call in native]
         cut = end is not None and end.cut and not stopped_early
         if self._unlogged != Usage():  # broken attempts before it: counted by fencecall
-            usage, self._unlogged = _plus(usage, self._unlogged), Usage()
+            billed, self._unlogged = billed + self._unlogged, Usage()
             counted = counted or self.counter.exactness
         message = Message("assistant", reply, reply=ReplyRecord(
-            self.model, self.provider.name, self.provider.url or None, usage,
+            self.model, self.provider.name, self.provider.url or None, billed,
             tuple(NativeCallRecord(call.call_id or "", call.name, dict(call.kwargs))
                   for call in native_calls),
             cut, end.stop_reason if cut and end else None, looped, counted))
@@ -449,12 +454,6 @@ class Agent:
         spec = self.session.toolchain.get(call.name)
         return ToolCall(spec.name if spec else call.name, kwargs=arguments,
                         call_id=call.call_id, format=self.format.name)
-
-
-def _plus(one: Usage, other: Usage) -> Usage:
-    return Usage(one.input_tokens + other.input_tokens, one.output_tokens + other.output_tokens,
-                 one.cache_read_tokens + other.cache_read_tokens,
-                 one.cache_write_tokens + other.cache_write_tokens)
 
 
 def _up_to(reply: str, call: ToolCall) -> str:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..accounting import Estimate, Pricing, Spend, TokenCounter, counter_for
-from ..accounting.prices import is_local
 from ..config import Config, ConfigError, check_apart
 from ..execution import Session
 from ..secrecy import scrub_own_environ, tool_environment
@@ -137,8 +136,7 @@ def counter(settings: RunSettings, config: Config) -> TokenCounter:
     found = config.providers.get(provider_name)
     if found is None:
         return Estimate()
-    hosted = bool(found.base_url) and not is_local(found.base_url or "")
-    return counter_for(found.kind, found.base_url, settings.model_name, hosted=hosted)
+    return counter_for(found.kind, found.base_url, settings.model_name)
 
 
 def session(env: Environment, config: Config, chain: Toolchain, *, confirm: ConfirmFunc,
