@@ -122,11 +122,18 @@ class FakeModelServer:
         self.respond = respond
         self.tokenizer = tokenizer
         """With a tokenizer the server serves ``POST /tokenize`` (vLLM's and llama.cpp's
-        bodies), reports usage by its own count, and counts what each request billed."""
+        bodies) and Anthropic's ``POST /v1/messages/count_tokens``, reports usage by its own
+        count, and counts what each request billed."""
         self.template_tokens = template_tokens
         """Tokens the chat template adds to each request's input (a default system prompt)."""
         self.requests: list[Served] = []
         self.tokenize_calls = 0
+        self.count_requests: list[Served] = []
+        """With a tokenizer: the requests to Anthropic's ``POST /v1/messages/count_tokens``,
+        which counts a request's input as the server bills it (no chat request)."""
+        self.count_status = 200
+        """The status that endpoint answers with: set another to make it fail as the API
+        does on an error."""
         self._lock = threading.Lock()
         server = self
 
@@ -149,6 +156,9 @@ class FakeModelServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.endswith("/messages/count_tokens"):
+                    self._count_tokens(body)
+                    return
                 if not self.path.endswith(("/chat/completions", "/messages")):
                     self._tokenize(body)
                     return
@@ -169,9 +179,7 @@ class FakeModelServer:
                 pieces: list[int] = []
                 if server.tokenizer is not None:
                     count = server.tokenizer
-                    served.input_tokens = (sum(len(count(t)) for t in _input_text(body))
-                                           + 4 * (1 + len(body.get("messages", []))) + 3
-                                           + server.template_tokens)
+                    served.input_tokens = server.input_tokens(body)
                     reply = replace(reply, usage=(served.input_tokens, len(count(reply.text))))
                     pieces = [len(count(p)) for p in _pieces(reply.text, reply.chunk_size)]
                 if self.path.endswith("/chat/completions"):
@@ -230,6 +238,23 @@ class FakeModelServer:
                     found.update(count=len(tokens), max_model_len=4096)
                 self._json(found)
 
+            def _count_tokens(self, body: dict[str, Any]) -> None:
+                """Anthropic's token counting: a request's input, as a chat request's is
+                billed; like the real API, it refuses a text block of white space only."""
+                if server.tokenizer is None:
+                    self.send_error(404)
+                    return
+                with server._lock:
+                    server.count_requests.append(Served(
+                        self.path, body, {k.lower(): v for k, v in self.headers.items()}))
+                if server.count_status != 200:
+                    self._error(Reply(status=server.count_status))
+                    return
+                if any(not text.strip() for text in _input_text(body)):
+                    self._error(Reply(status=400))
+                    return
+                self._json({"input_tokens": server.input_tokens(body)})
+
             def _json(self, found: Any) -> None:
                 data = json.dumps(found).encode()
                 self.send_response(200)
@@ -252,6 +277,13 @@ class FakeModelServer:
         self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    def input_tokens(self, body: dict[str, Any]) -> int:
+        """With a tokenizer: a chat request's input as the server counts (and bills) it,
+        with each message's template tokens and the chat template's own."""
+        assert self.tokenizer is not None
+        return (sum(len(self.tokenizer(t)) for t in _input_text(body))
+                + 4 * (1 + len(body.get("messages", []))) + 3 + self.template_tokens)
 
     @property
     def base_url(self) -> str:

@@ -96,6 +96,8 @@ SETUPS: dict[str, Setup] = {
     )),
     # batch on the command line, then the same command resuming
     "fencecall batch tasks.jsonl --out results.jsonl -m": Setup(files={"tasks.jsonl": TASKS}),
+    # a batch under limits of its own
+    "--budget-tokens 2000000": Setup(files={"tasks.jsonl": TASKS}),
     # a task line naming a workspace to copy
     '"id": "fix-1"': Setup(folders=("repos/app",)),
     # telemetry of a run of a saved reply, sent to a collector

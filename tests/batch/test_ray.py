@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
+from fencecall.accounting import Limits
 from fencecall.batch import BatchOptions, ResultFile, TaskResult
 from fencecall.batch.ray_backend import run_batch_ray
 from fencecall.message import Outcome
 from tests.cli.conftest import cli_env
-from tests.fakeserver import FakeModelServer
+from tests.fakeserver import FakeModelServer, Reply
 
 from .conftest import Script, task
 
@@ -81,3 +82,19 @@ def test_the_cli_runs_on_an_existing_ray_cluster(
     assert done.returncode == 0, done.stderr
     assert Counter(json.loads(line)["id"] for line in out.read_text().splitlines()) == Counter(
         ids)
+
+
+def test_one_ledger_holds_the_batch_budget_across_ray_shards(
+        local_ray: Any, script: Script, options: BatchOptions, tmp_path: Path) -> None:
+    ids = [f"b{i}" for i in range(9)]
+    for task_id in ids:  # an answer each, whose request the server bills at 1,550 tokens
+        script.add(task_id, Reply("the answer", usage=(1_500, 50)))
+    capped = dataclasses.replace(options, budget=Limits(tokens=4_000), max_tokens=100,
+                                 concurrency=2)
+    got = {r.id: r for r in run_batch_ray([task(i) for i in ids], capped,
+                                          out=tmp_path / "results.jsonl", shard_size=3)}
+    assert sorted(got) == ids
+    # three shards, one cap: two requests fit it, whichever shards sent them
+    assert Counter(r.status for r in got.values()) == {Outcome.DONE: 2, Outcome.BUDGET: 7}
+    assert sum(script.requests.values()) == 2
+    assert sum(sum(r.tokens.values()) for r in got.values()) == 3_100

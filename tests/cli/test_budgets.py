@@ -148,3 +148,18 @@ def test_the_time_limit_cuts_a_reply_still_streaming(fencecall: CLI, tmp_path: P
     assert reply["content"].endswith("[cut at the time limit]")
     assert reply["metadata"]["usage_counted"] in ("tokenizer", "estimate")  # billed: counted
     assert stop["metadata"] == {"ending": "time-limit", "limit": "time-limit"}
+
+
+def test_the_time_limit_cuts_a_server_that_sends_nothing(fencecall: CLI, tmp_path: Path) -> None:
+    silent = Reply("words that come too late", latency=30)  # no byte for thirty seconds
+    with FakeModelServer([silent]) as server:
+        started = time.monotonic()
+        result = fencecall("--model", "local/m", "--name", "silent", "--time-limit", "2",
+                           "talk", base_url=server.openai_url)
+        took = time.monotonic() - started
+    assert result.returncode == 4, result.stderr
+    assert took < 5, took  # the limit and the start, not the server's thirty seconds
+    reply, stop = log_of(tmp_path, "silent")[-2:]
+    assert reply["content"] == "\n[cut at the time limit]"
+    assert reply["metadata"]["usage_counted"]  # sent, so billed: its input counted
+    assert stop["metadata"] == {"ending": "time-limit", "limit": "time-limit"}

@@ -1,10 +1,13 @@
 """Counting what a run spends and holding it to its limits: tokens counted where the
 provider reported none (:mod:`.tokens`), prices (:mod:`.prices`), and the limits checked
-before each request (:mod:`.budget`)."""
+before each request (:mod:`.budget`), with a budget shared by a batch's tasks (:mod:`.ledger`)."""
 
-from .budget import Limits, Refusal, Spend
+from .budget import Spend
+from .ledger import Account, Hold, Ledger
+from .limits import Limits, Refusal
 from .prices import Price, Pricing, list_price
 from .tokens import (
+    AnthropicCounter,
     BpeCounter,
     Estimate,
     Exactness,
@@ -15,9 +18,13 @@ from .tokens import (
 )
 
 __all__ = [
+    "Account",
+    "AnthropicCounter",
     "BpeCounter",
     "Estimate",
     "Exactness",
+    "Hold",
+    "Ledger",
     "Limits",
     "Price",
     "Pricing",

@@ -72,5 +72,10 @@ class Pricing:
         return list_price(usage, self.model, self.provider, self.url)
 
     @property
+    def key(self) -> str:
+        """``provider/model``, as the configuration and ``fencecall stats`` name it."""
+        return f"{self.provider}/{self.model}"
+
+    @property
     def known(self) -> bool:
         return self.cost(Usage(1, 1)) is not None

@@ -4,9 +4,12 @@ A reply stopped at its first call closes its stream before the provider sends it
 broken stream never sends it; both were billed. They are counted with the model's own
 tokenizer where one can be had: OpenAI's BPE vocabularies for OpenAI's models (from
 ``bpe-openai``, which ships them: ``tiktoken`` downloads its vocabularies at first use and so
-fails offline), the server's ``/tokenize`` endpoint for a self-hosted one (vLLM and llama.cpp
-answer ``POST /tokenize``, llama-cpp-python's server ``POST /extras/tokenize``). Otherwise an
-estimate that errs high (see :class:`Estimate`), marked as such wherever it is shown.
+fails offline), Anthropic's token counting endpoint for Anthropic's models (Anthropic
+publishes no tokenizer for them; ``POST /v1/messages/count_tokens``, asked with the
+provider's API key), the server's ``/tokenize`` endpoint for a self-hosted one (vLLM and
+llama.cpp answer ``POST /tokenize``, llama-cpp-python's server ``POST /extras/tokenize``).
+Otherwise, and wherever such an endpoint fails, an estimate that errs high (see
+:class:`Estimate`), marked as such wherever it is shown.
 """
 
 from __future__ import annotations
@@ -115,23 +118,11 @@ def _post(url: str, body: dict[str, Any], timeout: float) -> Any:
         return json.load(answer)
 
 
-class ServerCounter:
-    """The tokenizer of a self-hosted server, asked over HTTP. The first endpoint that
-    answers is kept; when none does, or one fails later, :class:`Estimate` counts instead
-    (and :attr:`exactness` says so from then on)."""
+class _AskingCounter:
+    """A counter that asks a service for each new text (memoised). Once the service fails,
+    :class:`Estimate` counts instead, and :attr:`exactness` says so from then on."""
 
-    ENDPOINTS: tuple[tuple[str, Callable[[str, str], dict[str, Any]]], ...] = (
-        ("/tokenize", lambda model, text: {"model": model, "prompt": text}),  # vLLM
-        ("/tokenize", lambda model, text: {"content": text}),  # llama.cpp
-        ("/extras/tokenize", lambda model, text: {"model": model, "input": text}),
-    )
-
-    def __init__(self, root: str, model: str, *, timeout: float = 10.0, post: Post = _post):
-        self._root = root.rstrip("/")
-        self._model = model
-        self._timeout = timeout
-        self._post = post
-        self._endpoint: int | None = None
+    def __init__(self) -> None:
         self._failed = False
         self._memo = _Memo()
 
@@ -140,22 +131,55 @@ class ServerCounter:
         return "estimate" if self._failed else "tokenizer"
 
     def count(self, text: str) -> int:
-        return self._memo.get(text, self._count) if not self._failed else self._count(text)
+        if self._failed or not self._askable(text):
+            return Estimate().count(text)
+        return self._memo.get(text, self._count)
 
     def _count(self, text: str) -> int:
-        if not self._failed:
-            order = ([self._endpoint] if self._endpoint is not None
-                     else range(len(self.ENDPOINTS)))
-            for index in order:
-                path, body = self.ENDPOINTS[index]
-                found = self._ask(path, body(self._model, text))
-                if found is not None:
-                    self._endpoint = index
-                    return found
+        found = self._ask(text)
+        if found is None:
             self._failed = True
-        return Estimate().count(text)
+            return Estimate().count(text)
+        return found
 
-    def _ask(self, path: str, body: dict[str, Any]) -> int | None:
+    def _askable(self, text: str) -> bool:
+        """Whether the service counts ``text`` at all (else the estimate does)."""
+        return True
+
+    def _ask(self, text: str) -> int | None:
+        """The service's count of ``text``; None: it failed."""
+        raise NotImplementedError
+
+
+class ServerCounter(_AskingCounter):
+    """The tokenizer of a self-hosted server, asked over HTTP. The first endpoint that
+    answers is kept; when none does, or one fails later, the estimate counts."""
+
+    ENDPOINTS: tuple[tuple[str, Callable[[str, str], dict[str, Any]]], ...] = (
+        ("/tokenize", lambda model, text: {"model": model, "prompt": text}),  # vLLM
+        ("/tokenize", lambda model, text: {"content": text}),  # llama.cpp
+        ("/extras/tokenize", lambda model, text: {"model": model, "input": text}),
+    )
+
+    def __init__(self, root: str, model: str, *, timeout: float = 10.0, post: Post = _post):
+        super().__init__()
+        self._root = root.rstrip("/")
+        self._model = model
+        self._timeout = timeout
+        self._post = post
+        self._endpoint: int | None = None
+
+    def _ask(self, text: str) -> int | None:
+        order = [self._endpoint] if self._endpoint is not None else range(len(self.ENDPOINTS))
+        for index in order:
+            path, body = self.ENDPOINTS[index]
+            found = self._ask_endpoint(path, body(self._model, text))
+            if found is not None:
+                self._endpoint = index
+                return found
+        return None
+
+    def _ask_endpoint(self, path: str, body: dict[str, Any]) -> int | None:
         try:
             answer = self._post(self._root + path, body, self._timeout)
         except (OSError, ValueError):  # urllib's errors are OSErrors
@@ -168,6 +192,54 @@ class ServerCounter:
         return len(tokens) if isinstance(tokens, list) else None
 
 
+class AnthropicCounter(_AskingCounter):
+    """Anthropic's count for ``model``, from its token counting endpoint (through the
+    ``anthropic`` SDK, as the provider asks it: same base URL and key). The endpoint counts
+    a whole request, so a text is sent as the one user message of one and the tokens that
+    wrapping adds are taken off (learned once, see :attr:`PROBE`). When the endpoint fails
+    (no answer, an HTTP error, an answer without a count), the estimate counts."""
+
+    PROBE = "a"
+    """The text whose request's count, less one, is the wrapping: a single ASCII letter is
+    one token in any byte-level BPE vocabulary. (The API refuses an empty text, which would
+    measure the wrapping alone.)"""
+
+    def __init__(self, model: str, api_key: str, base_url: str | None = None, *,
+                 timeout: float = 10.0):
+        import anthropic  # the Anthropic provider in use has imported it already
+
+        super().__init__()
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url,
+                                           timeout=timeout, max_retries=0)
+        self._errors: tuple[type[Exception], ...] = (anthropic.APIError, ValueError)
+        self._model = model
+        self._wrapping: int | None = None
+
+    def _askable(self, text: str) -> bool:
+        return bool(text.strip())  # the API refuses a text of white space only
+
+    def _ask(self, text: str) -> int | None:
+        if self._wrapping is None:
+            probe = self._request_count(self.PROBE)
+            if probe is None or probe < 1:
+                return None
+            self._wrapping = probe - 1
+        found = self._request_count(text)
+        return None if found is None else max(0, found - self._wrapping)
+
+    def _request_count(self, text: str) -> int | None:
+        """The endpoint's count of a request whose one user message is ``text``."""
+        try:
+            answer = self._client.messages.count_tokens(
+                model=self._model, messages=[{"role": "user", "content": text}])
+        except self._errors:  # the SDK's errors (HTTP, connection, timeout), or bad JSON
+            return None
+        found = getattr(answer, "input_tokens", None)  # the SDK does not check the answer
+        if isinstance(found, int) and not isinstance(found, bool) and found >= 0:
+            return found
+        return None
+
+
 def server_root(base_url: str) -> str:
     """The server's own root for an OpenAI-compatible base URL (``…/v1`` stripped), where the
     tokenize endpoints live."""
@@ -175,12 +247,16 @@ def server_root(base_url: str) -> str:
     return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
-def counter_for(kind: str, base_url: str | None, model: str) -> TokenCounter:
-    """The best counter for ``model`` of a provider of ``kind`` at ``base_url``: OpenAI's
-    BPE for the models it knows, the server's tokenizer for an OpenAI-compatible server on
-    this machine, else the estimate."""
+def counter_for(kind: str, base_url: str | None, model: str,
+                api_key: str | None = None) -> TokenCounter:
+    """The best counter for ``model`` of a provider of ``kind`` at ``base_url`` (None: the
+    vendor's own): OpenAI's BPE for the models it knows, Anthropic's counting endpoint when
+    there is an ``api_key`` to ask it with, the server's tokenizer for an OpenAI-compatible
+    server on this machine, else the estimate."""
     if kind == "openai" and BpeCounter.knows(model):
         return BpeCounter(model)
+    if kind == "anthropic" and api_key:
+        return AnthropicCounter(model, api_key, base_url)
     if kind == "openai" and base_url and is_local(base_url):
         return ServerCounter(server_root(base_url), model)
     return Estimate()

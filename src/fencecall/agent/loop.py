@@ -45,6 +45,7 @@ from ..providers import (
     ChatRequest,
     NativeCall,
     Provider,
+    ProviderError,
     StreamBroken,
     StreamEnd,
     TextDelta,
@@ -53,6 +54,7 @@ from ..providers import (
 from ..providers.base import wire_texts
 from .context import fit
 from .conversation import Conversation
+from .deadline import Bounded, DeadlinePassed
 from .near_miss import feedback, near_misses
 from .prompt import system_prompt
 from .repetition import RepetitionGuard
@@ -213,7 +215,7 @@ class Agent:
                 for call in reply.native:
                     self._record(system("Not run: the reply was cut at the time limit.",
                                         Status.INTERRUPTED).tagged(call.call_id, call.name))
-                refused = self.spend.refusal(0, 0)
+                refused = self.spend.over_time()
                 assert refused is not None  # the limit has passed
                 self._record(system(str(refused), ending=Outcome.TIME_LIMIT,
                                     limit=refused.kind))
@@ -320,10 +322,11 @@ class Agent:
                 self._sleep(delay)
 
     def _refusal(self, request: ChatRequest) -> Refusal | None:
-        """Why ``request`` must not be sent (its input is counted only under a limit)."""
-        if not self.spend.limits:
+        """Why ``request`` must not be sent, or None once its worst case is reserved (its
+        input is counted only under a limit)."""
+        if not self.spend.limited:
             return None
-        return self.spend.refusal(self._input_tokens(request), self.max_tokens)
+        return self.spend.reserve(self._input_tokens(request), self.max_tokens)
 
     def _counted_input(self, request: ChatRequest) -> int:
         return request_tokens(self.counter, request.system, wire_texts(request.messages),
@@ -372,16 +375,13 @@ class Agent:
         run = telemetry.current().chat(self.model, provider=self.provider.name,
                                        url=self.provider.url)
         stream = self.provider.stream(request)
-        stopped_early = interrupted = out_of_time = False
         deadline = self.session.deadline
+        events = stream if deadline is None else Bounded(stream, deadline)
+        stopped_early = interrupted = out_of_time = False
         guard = RepetitionGuard()
         looped: str | None = None
         try:
-            for event in stream:
-                if deadline is not None and time.monotonic() >= deadline:
-                    out_of_time = True
-                    text.append("\n[cut at the time limit]")
-                    break
+            for event in events:
                 if isinstance(event, TextDelta):
                     text.append(event.text)
                     self._emit(ReplyText(event.text))
@@ -401,8 +401,12 @@ class Agent:
         except KeyboardInterrupt:
             stopped_early = interrupted = True
             text.append("\n[interrupted by the user]")
+        except DeadlinePassed:
+            out_of_time = True
+            text.append("\n[cut at the time limit]")
         except Exception as err:
-            if not isinstance(err, StreamBroken):
+            if isinstance(err, ProviderError) and not isinstance(err, StreamBroken):
+                self.spend.release()  # refused by the provider (an HTTP error): not billed
                 run.end(error_type=type(err).__name__)
                 raise
             lost, _ = self._bill(request, usage, "".join(text), run,  # billed all the same
@@ -410,7 +414,7 @@ class Agent:
             self._unlogged += lost
             raise
         finally:
-            stream.close()
+            events.close()
         billed, counted = self._bill(
             request, usage, "".join(text), run,
             finish_reason="time-limit" if out_of_time

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..accounting import Estimate, Pricing, Spend, TokenCounter, counter_for
+from ..accounting import Account, Estimate, Pricing, Spend, TokenCounter, counter_for
 from ..config import Config, ConfigError, check_apart
 from ..execution import Session
 from ..secrecy import scrub_own_environ, tool_environment
@@ -113,7 +113,15 @@ def provider(settings: RunSettings, config: Config,
 
     built, _ = get_provider(settings.model, config, secrets, timeout=settings.request_timeout,
                             retries=settings.retries)
-    if settings.limits.usd is not None and not pricing(settings, built).known:
+    if settings.limits.usd is not None:
+        require_price(settings, config, built)
+    return built
+
+
+def require_price(settings: RunSettings, config: Config, model: Provider) -> None:
+    """Raise :class:`ConfigError` where the model's price is unknown: a USD budget could
+    not be held (say which key would fix it)."""
+    if not pricing(settings, model).known:
         where = config.path or "the configuration file"
         raise ConfigError(
             f"a USD budget (--budget-usd, budget_usd): the price of {settings.model} is "
@@ -121,7 +129,6 @@ def provider(settings: RunSettings, config: Config,
             f"price in {where}: "
             f'[models."{settings.model}"] price = {{input = USD, output = USD}} (per million '
             "tokens), or use --budget-tokens")
-    return built
 
 
 def pricing(settings: RunSettings, model: Provider) -> Pricing:
@@ -129,14 +136,17 @@ def pricing(settings: RunSettings, model: Provider) -> Pricing:
     return Pricing(settings.model_name, model.name, model.url or None, settings.price)
 
 
-def counter(settings: RunSettings, config: Config) -> TokenCounter:
+def counter(settings: RunSettings, config: Config,
+            secrets: Mapping[str, str] | None = None) -> TokenCounter:
     """Counts the model's tokens where its provider reports none (see
-    :func:`~fencecall.accounting.counter_for`)."""
+    :func:`~fencecall.accounting.counter_for`). ``secrets`` hold the API keys, as for
+    :func:`provider` (default: the environment): Anthropic's counting endpoint needs one."""
     provider_name = (settings.model or "").partition("/")[0]
     found = config.providers.get(provider_name)
     if found is None:
         return Estimate()
-    return counter_for(found.kind, found.base_url, settings.model_name)
+    key = found.api_key(os.environ if secrets is None else secrets)
+    return counter_for(found.kind, found.base_url, settings.model_name, key)
 
 
 def session(env: Environment, config: Config, chain: Toolchain, *, confirm: ConfirmFunc,
@@ -152,9 +162,12 @@ def session(env: Environment, config: Config, chain: Toolchain, *, confirm: Conf
 
 def agent(settings: RunSettings, config: Config, model: Provider, run_session: Session,
           conversation: Conversation | None = None, *, on_event: EventSink | None = None,
-          sleep: Callable[[float], None] = time.sleep) -> Agent:
+          sleep: Callable[[float], None] = time.sleep,
+          account: Account | None = None, secrets: Mapping[str, str] | None = None) -> Agent:
     """The agent loop of a run, its spend counted from now and held to the settings'
-    limits."""
+    limits, and to a budget shared with other runs (``account``, a batch's) where given;
+    ``sleep`` waits out a retry's backoff and a shared budget held by other runs;
+    ``secrets`` hold the API keys a token counter may need (default: the environment)."""
     from ..agent import Agent
 
     return Agent(model, settings.model_name, run_session, conversation, fmt=settings.format,
@@ -162,8 +175,9 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
                  retries=settings.retries, on_event=on_event, sleep=sleep,
                  feedback_limit=settings.feedback_limit, sampling=settings.sampling,
                  compact=settings.compact, context_window=settings.context_window,
-                 counter=counter(settings, config),
-                 spend=Spend(pricing(settings, model), settings.limits))
+                 counter=counter(settings, config, secrets),
+                 spend=Spend(pricing(settings, model), settings.limits, account=account,
+                             wait=sleep))
 
 
 def tool_session(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
@@ -200,4 +214,4 @@ def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
     except BaseException:
         run_session.close()
         raise
-    return agent(settings, config, model, run_session, log, on_event=on_event)
+    return agent(settings, config, model, run_session, log, on_event=on_event, secrets=secrets)

@@ -7,6 +7,9 @@ places the shards and runs a shard again when its worker is lost; this process, 
 driver, is the only writer of the results file and writes each task id at most once, so a
 shard that runs twice, or a batch killed and rerun, still leaves every task exactly once.
 
+The batch's limits are held by one ledger in a Ray actor (:class:`RayAccount` is its handle
+in every shard), so the cap is shared by every task on every worker, as with asyncio.
+
 Task workspaces (copied folders, local repositories) and the batch folder must be reachable
 at the same paths on the workers: the same machine, or a shared file system. The options
 travel with each shard, the providers' keys among them (``BatchOptions.secrets``).
@@ -15,13 +18,15 @@ travel with each shard, the providers' keys among them (``BatchOptions.secrets``
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from ..accounting import Account, Hold, Ledger, Refusal
 from ..errors import UserError
 from .results import ResultFile, TaskResult
 from .runner import BatchOptions
-from .scheduler import TaskStarted, run_events
+from .scheduler import TaskStarted, ledger, run_events
 from .tasks import Task, check_unique
 
 INSTALL_HINT = "pip install 'fencecall[ray]'"
@@ -29,10 +34,42 @@ WAIT_STEP = 1.0
 """Seconds between checks for Ctrl-C while no shard reports."""
 
 
-def shard_events(tasks: list[Task], options: BatchOptions) -> Generator[dict[str, Any], None, None]:
+class RayAccount:
+    """The batch's :class:`~fencecall.accounting.Ledger`, living in a Ray actor, as an
+    :class:`~fencecall.accounting.Account` for the shards (it pickles as the actor's
+    handle)."""
+
+    def __init__(self, actor: Any):
+        self._actor = actor
+
+    def _ask(self, call: Any) -> Any:
+        return _ray().get(call)
+
+    def reserve(self, usd: Decimal | None, tokens: int) -> Hold | Refusal | None:
+        answer: Hold | Refusal | None = self._ask(self._actor.reserve.remote(usd, tokens))
+        return answer
+
+    def settle(self, hold: Hold, usd: Decimal | None, tokens: int) -> None:
+        self._ask(self._actor.settle.remote(hold, usd, tokens))
+
+    def closed(self) -> Refusal | None:
+        answer: Refusal | None = self._ask(self._actor.closed.remote())
+        return answer
+
+    def time_left(self) -> float | None:
+        answer: float | None = self._ask(self._actor.time_left.remote())
+        return answer
+
+    def spent(self) -> tuple[Decimal, int]:
+        answer: tuple[Decimal, int] = self._ask(self._actor.spent.remote())
+        return answer
+
+
+def shard_events(tasks: list[Task], options: BatchOptions,
+                 account: Account | None = None) -> Generator[dict[str, Any], None, None]:
     """What runs on a Ray worker: one shard's tasks through the asyncio scheduler, each start
     and result as a plain record."""
-    for event in run_events(tasks, options):
+    for event in run_events(tasks, options, account=account):
         if isinstance(event, TaskStarted):
             yield {"started": event.id}
         else:
@@ -70,9 +107,11 @@ def run_batch_ray(tasks: Iterable[Task], options: BatchOptions, *,
             ray.init(address=address, log_to_driver=False)
         size = shard_size or max(1, options.concurrency * 4)
         shards = [listed[i : i + size] for i in range(0, len(listed), size)]
+        actor = ledger(options, file, make=ray.remote(num_cpus=0)(Ledger).remote)
+        account = RayAccount(actor) if actor is not None else None  # one cap for all shards
         remote = ray.remote(shard_events).options(num_returns="streaming", num_cpus=1,
                                                   max_retries=3)
-        running = [remote.remote(shard, options) for shard in shards]
+        running = [remote.remote(shard, options, account) for shard in shards]
         try:
             yield from _collect(ray, running, file, written, on_start, on_note)
         except BaseException:  # Ctrl-C, SIGTERM: stop the shards; their tasks rerun later

@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +158,19 @@ class ResultFile:
     @property
     def finished(self) -> frozenset[str]:
         return frozenset(self.records)
+
+    def spent(self) -> tuple[Decimal, int]:
+        """USD and tokens the results so far spent (a cost that is no number counts as
+        none: a model without a price)."""
+        usd, tokens = Decimal(0), 0
+        for record in self.records.values():
+            with contextlib.suppress(TypeError, ArithmeticError):
+                usd += Decimal(str(record.get("cost_usd")))
+            counts = record.get("tokens")
+            if isinstance(counts, dict):
+                tokens += sum(n for n in counts.values()
+                              if isinstance(n, int) and not isinstance(n, bool))
+        return usd, tokens
 
     def append(self, result: TaskResult | Mapping[str, Any]) -> None:
         """Add one result as one fsynced line."""

@@ -19,12 +19,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .. import assembly
+from ..accounting import Account, Limits
 from ..agent import Conversation
 from ..agent.stats import TOKEN_KINDS, collect
 from ..assembly import Overrides, RunSettings, resolve
@@ -88,6 +89,12 @@ class BatchOptions:
     """The MCP servers whose tools tasks may use (None: the configuration's). Their tools are
     listed once for the batch; a task that calls one gets a connection of its own (for a
     stdio server its own process, started in a private folder), closed with the task."""
+    budget: Limits = field(default_factory=Limits)
+    """The whole batch's limits (USD, tokens, wall-clock seconds), held by one
+    :class:`~fencecall.accounting.Ledger` that every task's requests reserve from."""
+    task_budget: Limits = field(default_factory=Limits)
+    """Each task's own limits (as ``--budget-usd`` and the like of a single run: they win
+    over the configuration's)."""
 
     def __post_init__(self) -> None:
         # task workspaces are made (and removed) below the folder: the logs must not be
@@ -99,7 +106,9 @@ class BatchOptions:
         return Overrides(model=self.model, tools=self.tools, format=self.format,
                          max_steps=self.max_steps, max_tokens=self.max_tokens,
                          retries=self.retries, timeout=self.request_timeout,
-                         sandbox=self.sandbox, network=self.network)
+                         sandbox=self.sandbox, network=self.network,
+                         budget_usd=self.task_budget.usd, budget_tokens=self.task_budget.tokens,
+                         time_limit=self.task_budget.time)
 
 
 TASKS_PER_CLIENT = 8
@@ -136,8 +145,10 @@ class Stop:
             raise Stopped(self.reason or "stopped")
 
     def sleep(self, seconds: float) -> None:
-        """The agent's backoff sleep, cut short when the task stops."""
+        """The agent's sleep (a retry's backoff, a wait for the batch's budget), cut short
+        when the task stops: it then raises :class:`Stopped`."""
         self._event.wait(seconds)
+        self.check()
 
     def watch(self, resource: object) -> None:
         """A session resource that is aborted (see :func:`_kill`) when the task stops, or at
@@ -222,10 +233,12 @@ def folder_name(task_id: str) -> str:
 
 class Runner:
     """Runs tasks with one batch's options; shares what tasks may share (providers, built
-    toolchains), never what they must not (workspace, session, log)."""
+    toolchains, the batch's budget ``account``), never what they must not (workspace,
+    session, log)."""
 
-    def __init__(self, options: BatchOptions):
+    def __init__(self, options: BatchOptions, account: Account | None = None):
         self.options = options
+        self.account = account
         config = options.config
         self.secrets = dict(options.secrets if options.secrets is not None
                             else config.secret_values(os.environ))
@@ -312,6 +325,8 @@ class Runner:
                 raise SetupError("no model: give the task a model, pass --model, or set one "
                                  "in the configuration")
             provider = self._provider(settings, task)
+            if self.options.budget.usd is not None:  # the batch's USD cap needs its price
+                assembly.require_price(settings, config, provider)
             hooks = HookRegistry()
             hooks.add(TOOL_PRE_EXECUTE, _blocked_when(stop), priority=1_000_000,
                       name="batch-stop")
@@ -326,9 +341,13 @@ class Runner:
                                    "workspace": str(workspace),
                                    "sandbox": str(env.sandbox.policy), "batch_task": task.id})
             status = assembly.agent(settings, config, _StoppableProvider(provider, stop), session,
-                                    conversation, sleep=stop.sleep).send(task.prompt)
+                                    conversation, sleep=stop.sleep,
+                                    account=self.account, secrets=self.secrets,
+                                    ).send(task.prompt)
             if status is Outcome.INTERRUPTED:  # nobody is there to press Ctrl-C
                 status = Outcome.ERROR
+            elif status in (Outcome.BUDGET, Outcome.TIME_LIMIT):  # which limit, what spent
+                error = conversation.messages[-1].content
         except Stopped:
             pass
         except Exception as err:
@@ -355,7 +374,7 @@ class Runner:
                 note = f"the workspace could not be removed ({err})"
                 error = f"{error}; {note}" if error else note
         messages = conversation.messages if conversation is not None else []
-        return _result(task, status, error, messages, model=model, diff=changes,
+        return _result(task, status, error, messages, config, model=model, diff=changes,
                        wall=time.monotonic() - clock, started=started,
                        log=conversation.path if conversation is not None else None,
                        workspace=workspace if workspace.is_dir() else None)
@@ -403,7 +422,8 @@ def _describe(err: Exception) -> str:
     return f"{type(err).__name__}: {text}"
 
 
-def _result(task: Task, status: Outcome, error: str | None, messages: Sequence[Message], *,
+def _result(task: Task, status: Outcome, error: str | None, messages: Sequence[Message],
+            config: Config, *,
             model: str | None, diff: str | None, wall: float, started: datetime,
             log: Path | None, workspace: Path | None) -> TaskResult:
     """The result record: the log's replies, calls, tokens and cost (as ``fencecall stats``
@@ -413,7 +433,7 @@ def _result(task: Task, status: Outcome, error: str | None, messages: Sequence[M
         ToolCallRecord(m.call.tool, m.call.outcome, m.call.duration_s,
                        None if m.call.ok else m.content[:ERROR_TEXT])
         for m in messages if m.role == "system" and m.call is not None)
-    stats = collect([messages])
+    stats = collect([messages], lambda key: config.model_settings(key).price)
     tokens = dict.fromkeys(TOKEN_KINDS, 0)
     for entry in stats.models.values():
         for kind in TOKEN_KINDS:

@@ -7,6 +7,11 @@ timeout is an asyncio timer, which fires the task's :class:`~.runner.Stop` and g
 worker ``grace`` seconds to end. Tasks are started lazily, so a million-line tasks file
 costs one :class:`~.tasks.Task` each, not a thread or a coroutine each.
 
+A batch with limits of its own (:attr:`~.runner.BatchOptions.budget`) holds them with one
+:class:`~fencecall.accounting.Ledger` that every task's requests reserve from; once it is
+closed (the cap cannot cover another request, or the time is up) no task starts, and each
+task not started gets a result line saying so, with nothing spent.
+
 Stopping (Ctrl-C, SIGTERM, or the consumer closing the generator) starts nothing more,
 stops the running tasks, waits for their workers, and drops their results: those tasks have
 no line in the results file and run again when the batch is resumed.
@@ -21,9 +26,11 @@ import threading
 import warnings
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from ..accounting import Account, Ledger, Refusal
 from ..message import Outcome
 from .results import ResultFile, TaskResult
 from .runner import BatchOptions, Runner, Stop
@@ -84,16 +91,27 @@ class _Work:
                       f"within {grace:g} s of being stopped (it was left to end on its own)")
 
 
+def _not_started(task: Task, closed: Refusal) -> TaskResult:
+    """The result of a task the batch's limits kept from starting: nothing spent."""
+    status = Outcome.TIME_LIMIT if closed.kind == "time-limit" else Outcome.BUDGET
+    return TaskResult(task.id, status, error=f"not started: {closed}",
+                      metadata=dict(task.metadata))
+
+
 def _settle(future: asyncio.Future[TaskResult], result: TaskResult) -> None:
     if not future.done():
         future.set_result(result)
 
 
 async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
-                       stop: asyncio.Event | None = None) -> AsyncGenerator[BatchEvent, None]:
+                       stop: asyncio.Event | None = None,
+                       account: Account | None = None) -> AsyncGenerator[BatchEvent, None]:
     """Run ``tasks``, up to ``options.concurrency`` at once; yields each start and each
-    result as it happens. Setting ``stop`` ends the batch early (see the module)."""
-    runner = Runner(options)
+    result as it happens. Setting ``stop`` ends the batch early (see the module);
+    ``account`` is the batch's budget (default: a new ledger of ``options.budget``)."""
+    if account is None and options.budget:
+        account = Ledger(options.budget)
+    runner = Runner(options, account)
     if runner.warning:
         warnings.warn(runner.warning, RuntimeWarning, stacklevel=2)
     loop = asyncio.get_running_loop()
@@ -108,6 +126,10 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
                 task = next(pending, None)
                 if task is None:
                     break
+                closed = account.closed() if account is not None else None
+                if closed is not None:
+                    finished.append(_not_started(task, closed))
+                    continue
                 work = _Work(task, runner, loop)
                 active[asyncio.ensure_future(work.result(options.grace))] = work
                 started.append(task.id)
@@ -144,7 +166,8 @@ async def _stop_all(active: dict[asyncio.Future[Any], _Work], grace: float) -> N
 
 
 def run_events(tasks: Iterable[Task], options: BatchOptions, *,
-               handle_signals: bool = False) -> Generator[BatchEvent, None, None]:
+               handle_signals: bool = False,
+               account: Account | None = None) -> Generator[BatchEvent, None, None]:
     """:func:`batch_events` for synchronous code, on an event loop of its own. With
     ``handle_signals`` (main thread only), SIGINT and SIGTERM stop the batch cleanly and
     then raise :class:`BatchInterrupted`."""
@@ -161,7 +184,7 @@ def run_events(tasks: Iterable[Task], options: BatchOptions, *,
         for signum in (signal.SIGINT.value, signal.SIGTERM.value):
             installed.append((signum, signal.getsignal(signum)))
             loop.add_signal_handler(signum, on_signal, signum)
-    events = batch_events(tasks, options, stop=stop)
+    events = batch_events(tasks, options, stop=stop, account=account)
 
     async def step() -> BatchEvent | None:
         with contextlib.suppress(StopAsyncIteration):
@@ -203,7 +226,8 @@ def run_batch(tasks: Iterable[Task], options: BatchOptions, *,
     With ``out`` (a results file, or its path), tasks that already have a result there are
     skipped and each new result is appended (fsynced) before it is yielded: rerun with the
     same ``out`` after a kill, and every task ends up there exactly once. ``on_start`` is
-    called with each task's id as it starts.
+    called with each task's id as it starts. The batch's budget counts what the results
+    already there spent.
     """
     listed = check_unique(tasks)
     file = ResultFile(out) if isinstance(out, Path) else out
@@ -211,7 +235,9 @@ def run_batch(tasks: Iterable[Task], options: BatchOptions, *,
         if file is not None:
             done = file.finished
             listed = [task for task in listed if task.id not in done]
-        for event in run_events(listed, options, handle_signals=handle_signals):
+        account = ledger(options, file)
+        for event in run_events(listed, options, handle_signals=handle_signals,
+                                account=account):
             if isinstance(event, TaskStarted):
                 if on_start is not None:
                     on_start(event.id)
@@ -222,3 +248,13 @@ def run_batch(tasks: Iterable[Task], options: BatchOptions, *,
     finally:
         if file is not None and isinstance(out, Path):
             file.close()
+
+
+def ledger(options: BatchOptions, results: ResultFile | None,
+           make: Callable[..., Any] = Ledger) -> Any:
+    """The batch's ledger (None without batch limits), started at what ``results`` spent;
+    ``make`` builds it (default a :class:`Ledger`; a Ray actor's constructor, say)."""
+    if not options.budget:
+        return None
+    usd, tokens = results.spent() if results is not None else (Decimal(0), 0)
+    return make(options.budget, spent_usd=usd, spent_tokens=tokens)

@@ -216,6 +216,21 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--timeout", type=_at_least(0.001, float), metavar="SECONDS",
                        dest="task_timeout",
                        help="time limit of one task, for tasks that give none (default: none)")
+    batch.add_argument("--budget-usd", type=_at_least(1e-9, float), metavar="USD",
+                       dest="batch_budget_usd",
+                       help="cap the whole batch's spend: no request is sent that could take "
+                            "it past USD, and no task starts once it cannot (exit status 3)")
+    batch.add_argument("--budget-tokens", type=_at_least(1), metavar="N",
+                       dest="batch_budget_tokens",
+                       help="the same for the whole batch's input and output tokens")
+    batch.add_argument("--time-limit", type=_at_least(0.001, float), metavar="SECONDS",
+                       dest="batch_time_limit",
+                       help="wall clock for the whole batch: running tasks stop and no task "
+                            "starts after SECONDS (exit status 4)")
+    batch.add_argument("--task-budget-usd", type=_at_least(1e-9, float), metavar="USD",
+                       dest="budget_usd", help="cap each task's spend")
+    batch.add_argument("--task-budget-tokens", type=_at_least(1), metavar="N",
+                       dest="budget_tokens", help="cap each task's input and output tokens")
     batch.add_argument("--request-timeout", type=_at_least(0.001, float), metavar="SECONDS",
                        dest="timeout", help="how long to wait for the model's server")
     batch.add_argument("--retries", type=_at_least(0), metavar="N",

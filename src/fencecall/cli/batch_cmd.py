@@ -1,8 +1,10 @@
 """``fencecall batch TASKS --out RESULTS``: a thin layer over :mod:`fencecall.batch`.
 
-Exit status: 0 when every task has a result and every one is done, 1 when some task did
-not end done (or, with Ray, was left without a result), 2 for a usage or configuration
-error, 128 + the signal when Ctrl-C or SIGTERM stopped it (rerun it to resume).
+Exit status: 0 when every task has a result and every one is done, 3 when a budget (the
+batch's or a task's) stopped or kept from starting some task, 4 when a time limit did, else
+1 when some task did not end done (or, with Ray, was left without a result), 2 for a usage
+or configuration error (a USD budget for a model without a price among them), 128 + the
+signal when Ctrl-C or SIGTERM stopped it (rerun it to resume).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from ..assembly import resolve
+from ..accounting import Limits
+from ..assembly import Overrides, provider, require_price, resolve
 from ..batch import (
     BatchInterrupted,
     BatchOptions,
@@ -28,6 +31,7 @@ from ..batch import (
 )
 from ..batch.progress import BatchProgress
 from ..config import load_config
+from ..message import Outcome
 from ..secrecy import scrub_own_environ
 from ..tools.runtime.sandbox import SandboxPolicy, choose_sandbox
 from .options import overrides_of
@@ -71,11 +75,15 @@ def _batch(args: argparse.Namespace) -> int:
         sandbox=sandbox.policy.value, network=flags.network, yes=args.yes,
         retries=flags.retries, request_timeout=flags.timeout,
         max_tokens=flags.max_tokens, secrets=secrets, mcp_servers=defaults.mcp_servers,
-        keep_workspaces=args.keep_workspaces)
+        keep_workspaces=args.keep_workspaces,
+        budget=Limits(args.batch_budget_usd, args.batch_budget_tokens, args.batch_time_limit),
+        task_budget=Limits(flags.budget_usd, flags.budget_tokens))
     with ResultFile(out) as results:
         for note in results.notes:
             _say(f"note: {note}")
         pending = [task for task in tasks if task.id not in results.finished]
+        if options.budget.usd is not None:
+            _require_prices(options, pending, secrets)
         code = _run(args, options, results, pending, skipped=len(tasks) - len(pending))
         statuses = Counter(str(results.records[task.id]["status"]) for task in tasks
                            if task.id in results.records)
@@ -86,7 +94,19 @@ def _batch(args: argparse.Namespace) -> int:
     if code:
         _say("stopped; run the same command again to resume")
         return code
-    return 0 if not missing and set(statuses) <= {"done"} else 1
+    if not missing and set(statuses) <= {"done"}:
+        return 0
+    return next((Outcome(status).exit_code for status in ("budget", "time-limit")
+                 if status in statuses), 1)
+
+
+def _require_prices(options: BatchOptions, tasks: list[Task], secrets: dict[str, str]) -> None:
+    """Refuse a batch USD cap before anything runs when a task's model has no price (it
+    could not be held)."""
+    config = options.config
+    for model in sorted({task.model or options.model or config.model or "" for task in tasks}):
+        settings = resolve(config, Overrides(model=model or None), options.overrides)
+        require_price(settings, config, provider(settings, config, secrets))
 
 
 def _run(args: argparse.Namespace, options: BatchOptions, results: ResultFile,

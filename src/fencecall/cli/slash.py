@@ -57,8 +57,10 @@ def _log(agent: Agent, display: Display, arg: str) -> None:
 def _usage(agent: Agent, display: Display, arg: str) -> None:
     from .stats_cmd import show
 
-    show(collect([agent.conversation.messages]), display.console,
-         f"conversation {agent.conversation.name}")
+    pricing = agent.spend.pricing  # the configured price of the run's model, if any
+    show(collect([agent.conversation.messages],
+                 lambda key: pricing.configured if key == pricing.key else None),
+         display.console, f"conversation {agent.conversation.name}")
 
 
 def _mcp(agent: Agent, display: Display, arg: str) -> None:
