@@ -166,15 +166,18 @@ def test_qwen3_coder_values_may_mention_the_closing_tag() -> None:
 
 
 @pytest.mark.parametrize(("body", "what"), [
-    ("<function=shell>\n<parameter=command>\nls\n</function>",
-     "has a <function=shell> whose <parameter=command> is never closed with </parameter>"),
     ("<function=shell>\n<parameter=command>\nls\n</parameter>",
      "has a <function=shell> that is never closed with </function>"),
     ("<function=shell>\nls -la\n</function>",
-     "has a <function=shell> holding text that is not a <parameter=NAME>…</parameter> element"),
+     "has a <function=shell> that holds text that is not a <parameter=NAME>…</parameter> "
+     "element"),
     ("<function=shell>\n<parameter=a>1</parameter>\n<parameter=a>2</parameter>\n</function>",
      "has a <function=shell> that sets <parameter=a> twice"),
+    ("<function=shell>\n<parameter=>1</parameter>\n</function>",
+     "has a <function=shell> that has a <parameter=> with no name"),
     ("<function=>\n</function>", "has a <function=> that names no tool"),
+    ("<function={{ tc.name }}>\n</function>",
+     "has a <function={{ tc.name }}> that has a name no tool can have"),
     ("<function=shell>\n</function>\nthanks", "holds text that is not a <function=TOOL>"),
 ])
 def test_qwen3_coder_malformed_bodies_are_reported(body: str, what: str) -> None:
@@ -184,6 +187,67 @@ def test_qwen3_coder_malformed_bodies_are_reported(body: str, what: str) -> None
     diagnostic = only(parsed.diagnostics)
     assert (diagnostic.kind, diagnostic.line) == ("malformed", 2)
     assert diagnostic.message.startswith(f"The <tool_call> call on line 2 {what}")
+
+
+def test_qwen3_coder_values_end_by_structure() -> None:
+    """A value may quote the tags (a file about tool calls); it ends at the </parameter>
+    that the next parameter or </function> follows and that closes no <parameter= it opened
+    at a line's start itself."""
+    content = ('doc = """\n<parameter=path>\nliteral\n</parameter>\n"""\n'
+               'print("</parameter>\\n</function>")\n<function=shell> and </function>')
+    for text in (f"<tool_call>\n<function=save>\n<parameter=path>\na.py\n</parameter>\n"
+                 f"<parameter=content>\n{content}\n</parameter>\n</function>\n</tool_call>",
+                 f"Saving:\n<function=save>\n<parameter=path>\na.py\n</parameter>\n"
+                 f"<parameter=content>\n{content}\n</parameter>\n</function>\nDone."):
+        for fmt in ("qwen3-coder", "hermes", "auto"):
+            parsed = parse(text, fmt)
+            assert named(parsed.calls) == [("save", {"path": "a.py", "content": content})]
+            assert parsed.diagnostics == []
+            for size in (1, 7):
+                assert streamed(text, fmt, size) == (parsed.calls, [])
+
+
+def test_qwen3_coder_a_value_never_closed_in_a_tag_ends_as_vllm_reads_it() -> None:
+    text = ("<tool_call>\n<function=weather>\n<parameter=city>\nDallas\n<parameter=state>\nTX\n"
+            "</parameter>\n<parameter=unit>\nF\n</function>\n</tool_call>")
+    assert named(parse_calls(text, "qwen3-coder")) == [
+        ("weather", {"city": "Dallas", "state": "TX", "unit": "F"})]
+
+
+def test_bare_functions_are_read_at_the_start_of_a_line() -> None:
+    text = (f"Looking first.\n<function=bash>\n<parameter=command>ls -la</parameter>\n"
+            "</function>\nThen, as an example only: <function=bash> mid-line.\n"
+            f"{F}xml\n<function=bash>\n<parameter=command>no</parameter>\n</function>\n{F}\n"
+            "<think>\n<function=bash>\n<parameter=command>no</parameter>\n</function>\n</think>\n"
+            "  <function=submit>\n</function>\n</tool_call>\n")
+    for fmt in ("qwen3-coder", "hermes", "auto"):
+        parsed = parse(text, fmt)
+        assert named(parsed.calls) == [("bash", {"command": "ls -la"}), ("submit", {})]
+        assert parsed.calls[0].start == text.index("<function=bash>")
+        assert parsed.calls[0].format == ("hermes" if fmt == "hermes" else "qwen3-coder")
+        assert parsed.diagnostics == []
+        assert streamed(text, fmt, 3) == (parsed.calls, [])
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("<function=bash>\nls -la\n</function>",
+     "The <function=bash> call on line 2 holds text that is not a <parameter=NAME>…</parameter> "
+     "element; it did not run."),
+    ("<function={{ tc.name }}>\n<parameter={{ k }}>\nv\n</parameter>\n</function>",
+     "The <function={{ tc.name }}> call on line 2 has a name no tool can have; it did not run."),
+    # A bare element needs its closing tags: a reply cut off mid-call must not run.
+    ("<function=bash>\n<parameter=command>\nls\n</function>",
+     "The <function=bash> call on line 2 never ends"),
+    ("<function=bash>\n<parameter=command>\nls\n</parameter>",
+     "The <function=bash> call on line 2 never ends"),
+])
+def test_bare_functions_that_cannot_run_are_reported(body: str, message: str) -> None:
+    text = f"Running:\n{body}\n"
+    for fmt in ("qwen3-coder", "auto"):
+        parsed = parse(text, fmt)
+        assert parsed.calls == []
+        assert only(parsed.diagnostics).message.startswith(message)
+        assert streamed(text, fmt, 4) == ([], parsed.diagnostics)
 
 
 def test_one_tag_reader_understands_both_bodies() -> None:
@@ -248,28 +312,36 @@ def test_pythonic_lists_only_count_at_the_start_of_a_line_outside_blocks() -> No
     assert named(parse_calls(text, "pythonic")) == [("shell", {"command": "yes"})]
 
 
-@pytest.mark.parametrize(("line", "what"), [
-    ('[shell("ls")]', "passes a positional argument to shell ('ls'); write every argument as "
-     "NAME=VALUE"),
-    ("[shell(command=os.getcwd())]", "passes command=os.getcwd() to shell, which is not a "
-     "literal; values must be strings, numbers, True/False, None, lists or dicts"),
-    ("[read(path='a'), shell(**options)]", "unpacks **options into shell"),
-    ("[shell(command=f'{x}')]", "passes command=f'{x}' to shell, which is not a literal"),
-    ("[read(path={1: 'a'})]", "passes path=1 to read, which is not a literal"),
-    ("[shell(command='ls') + 1]", "holds shell(command='ls') + 1, which is not a call"),
-    ("[shell(command='ls')(1)]", "calls shell(command='ls'), which is not a tool name"),
-    ("[shell(command='ls' 'x' 1)]", "is not a valid Python list of calls (invalid syntax"),
-    ("[shell(command='ls') for x in y]", "is not a plain list of calls"),
+@pytest.mark.parametrize(("line", "label", "what", "kept"), [
+    ('[shell("ls")]', "shell(…)", "passes a positional argument to shell ('ls'); write every "
+     "argument as NAME=VALUE", []),
+    ("[shell(command=os.getcwd())]", "shell(…)", "passes command=os.getcwd() to shell, which is "
+     "not a literal; values must be strings, numbers, True/False, None, lists or dicts", []),
+    ("[read(path='a'), shell(**options)]", "shell(…)", "unpacks **options into shell",
+     [("read", {"path": "a"})]),
+    ("[shell(command=f'{x}')]", "shell(…)", "passes command=f'{x}' to shell, which is not a "
+     "literal", []),
+    ("[read(path={1: 'a'})]", "read(…)", "passes path=1 to read, which is not a literal", []),
+    ("[shell(command='a', command='b'), read(path='a')]", "shell(…)", "sets command twice",
+     [("read", {"path": "a"})]),
+    ("[shell(command='ls') + 1]", "[shell(…)]", "holds shell(command='ls') + 1, which is not a "
+     "call", []),
+    ("[shell(command='ls')(1)]", "[shell(…)]", "calls shell(command='ls'), which is not a tool "
+     "name", []),
+    ("[shell(command='ls' 'x' 1)]", "shell(…)", "is not valid Python (invalid syntax", []),
+    ("[read(path='a'), mcp.fetch(url=), read(path='c',)]", "mcp.fetch(…)",
+     "is not valid Python (invalid syntax", [("read", {"path": "a"}), ("read", {"path": "c"})]),
+    ("[shell(command='ls') for x in y]", "[shell(…)]", "is not a plain list of calls", []),
 ])
-def test_pythonic_mistakes_are_reported_and_the_whole_list_does_not_run(line: str,
-                                                                         what: str) -> None:
+def test_pythonic_mistakes_are_reported_and_the_good_siblings_run(
+        line: str, label: str, what: str, kept: list[tuple[str, dict[str, object]]]) -> None:
     text = f"Now:\n{line}\n[read(path='b')]\n"
     parsed = parse(text, "pythonic")
-    assert named(parsed.calls) == [("read", {"path": "b"})]
+    assert named(parsed.calls) == [*kept, ("read", {"path": "b"})]
     diagnostic = only(parsed.diagnostics)
     assert (diagnostic.kind, diagnostic.line) == ("malformed", 2)
-    assert diagnostic.message.startswith("The [")
-    assert what in diagnostic.message
+    assert diagnostic.message.startswith(f"The {label} call on line 2 {what}")
+    assert streamed(text, "pythonic", 5) == (parsed.calls, parsed.diagnostics)
 
 
 def test_an_unbalanced_pythonic_list_is_reported_and_the_rest_is_read() -> None:
@@ -329,6 +401,16 @@ HOSTILE = {
         f"<parameter=p{i}>x</parameter>" for i in range(50_000)) + "</function></tool_call>",
     "parameter never closed": "<tool_call><function=a><parameter=p>" + "x</parameter>y" * 50_000
                               + "</function></tool_call>",
+    "values never closed": "<tool_call>" + "<function=a><parameter=p>x\n" * 30_000
+                           + "</function></tool_call>",
+    "open bare functions": "<function=a>\n" * 50_000,
+    "bare parameter never closed": "<function=a>\n<parameter=p>" + "x</parameter>y" * 50_000
+                                   + "</function>",
+    "bare value opening tags": "<function=a>\n<parameter=p>\n" + "<parameter=q>\n" * 50_000
+                               + "</parameter>\n</function>",
+    "bare many parameters": "<function=a>\n" + "".join(
+        f"<parameter=p{i}>x</parameter>\n" for i in range(50_000)) + "</function>",
+    "broken pythonic elements": "[" + "a(x=), " * 20_000 + "]\n",
 }
 
 

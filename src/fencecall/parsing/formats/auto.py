@@ -1,13 +1,14 @@
 """The auto format: find out, per reply, which syntax the model wrote its calls in.
 
 One scanner per candidate syntax reads the reply: markdown blocks, the xml tags,
-``@name(id): {json}`` lines, ``<tool_call>`` tags (hermes and qwen3-coder share one reader, so
-one scanner serves both) and pythonic lists. The reply is taken to be written in the syntax
-whose first call starts earliest, and from then on only that scanner's calls and diagnostics
-count. A malformed call is a call for this purpose (the model meant it); an opener that is
-never closed, or thinking that hides a call, is weaker evidence (a ``<tool-use>`` mentioned in
-prose never closes either) and decides only when no candidate found anything else. Ties go to
-the candidate listed first. Each call's ``format`` names the syntax it was written in.
+``@name(id): {json}`` lines, ``<tool_call>`` tags and bare ``<function=…>`` calls (hermes and
+qwen3-coder share one reader, so one scanner serves both) and pythonic lists. The reply is
+taken to be written in the syntax whose first call starts earliest, and from then on only that
+scanner's calls and diagnostics count. A malformed call is a call for this purpose (the model
+meant it); an opener that is never closed, or thinking that hides a call, is weaker evidence (a
+``<tool-use>`` mentioned in prose never closes either) and decides only when no candidate found
+anything else. Ties go to the candidate listed first. Each call's ``format`` names the syntax
+it was written in.
 
 While streaming, calls are held back until the choice is certain: when the leading
 candidate's first call is known and no other candidate can still report anything that starts
@@ -28,11 +29,12 @@ from .base import CallScanner
 from .markdown import MarkdownFormat
 from .pythonic import CALL_LISTS
 from .tool import AT_CALLS
-from .toolcall import tool_call_tag
+from .toolcall import function_span, tool_call_tag
 from .xml import TAGS as XML_TAGS
 
 NAME = "auto"
 _TOOL_CALL_TAGS = (tool_call_tag(None),)  # calls named by the style their body is written in
+_FUNCTIONS = (function_span(None),)
 
 
 @dataclass(slots=True)
@@ -67,7 +69,7 @@ def _candidates() -> list[_Candidate]:
     return [_Candidate(Scanner(blocks="call")),
             _Candidate(Scanner(blocks="none", tags=XML_TAGS)),
             _Candidate(Scanner(blocks="none", spans=(AT_CALLS,))),
-            _Candidate(Scanner(blocks="none", tags=_TOOL_CALL_TAGS)),
+            _Candidate(Scanner(blocks="none", tags=_TOOL_CALL_TAGS, spans=_FUNCTIONS)),
             _Candidate(Scanner(blocks="none", spans=(CALL_LISTS,)))]
 
 

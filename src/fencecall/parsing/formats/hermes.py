@@ -1,7 +1,9 @@
 """The hermes format: ``<tool_call>{"name": "shell", "arguments": {…}}</tool_call>``.
 
 What Qwen 2.5, Hermes and many fine-tunes are trained to write. The tag is read by the shared
-:mod:`.toolcall` reader, so a Qwen3-Coder style body in it is understood too.
+:mod:`.toolcall` reader, so a Qwen3-Coder style body in it is understood too, as is a bare
+``<function=…>`` element at the start of a line (what Qwen 2.5 fine-tunes on SWE-agent's
+protocol write).
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from ..model import ToolCall
 from ..scanner import Scanner
 from ..xmlcalls import CDATA_OPEN
 from .base import BlockCalls, CallScanner, check_name, check_named_only
-from .toolcall import CLOSING, HERMES, OPENER, tool_call_tag
+from .toolcall import CLOSING, HERMES, OPENER, function_span, tool_call_tag
 
 NAME = HERMES
 TAGS = (tool_call_tag(NAME),)
+SPANS = (function_span(NAME),)
 _RISKY = (OPENER, CLOSING, CDATA_OPEN)
 
 
@@ -31,8 +34,8 @@ def render_hermes(call: ToolCall) -> str:
 
 
 class HermesFormat:
-    """JSON calls in ``<tool_call>`` tags; code blocks are tracked only so that calls inside
-    them never run."""
+    """JSON calls in ``<tool_call>`` tags (and ``<function=…>`` calls, in them or bare); code
+    blocks are tracked only so that calls inside them never run."""
 
     name = NAME
     native = False
@@ -45,7 +48,7 @@ class HermesFormat:
     )
 
     def scanner(self) -> CallScanner:
-        return BlockCalls(Scanner(blocks="none", tags=TAGS))
+        return BlockCalls(Scanner(blocks="none", tags=TAGS, spans=SPANS))
 
     def render(self, call: ToolCall) -> str:
         return render_hermes(call)

@@ -5,16 +5,22 @@ calls with keyword arguments. The list ends where its brackets balance
 (:class:`~fencecall.parsing.pyscan.PyEndScanner`) and is read with :mod:`ast`, never
 evaluated: values must be literals (strings, numbers, ``True``/``False``/``None``, their JSON
 spellings ``true``/``false``/``null``, lists, tuples, dicts with string keys). Tool names may
-be dotted (``mcp.fetch(url="…")``), as Python writes attribute calls. A list is one unit: if
-any call in it cannot be read, none of it runs and the model is told which call was wrong.
+be dotted (``mcp.fetch(url="…")``), as Python writes attribute calls. Each call of a list
+stands on its own, as separate tags do in the other formats: one that cannot be read (not a
+call, a positional argument, a value that is not a literal, an argument set twice, or Python
+that does not parse) is reported to the model, and the others run. Where the list as a whole
+does not parse, it is split at its top-level commas and each element is read alone.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import itertools
 import keyword
 import math
 import re
+import tokenize
 from collections.abc import Mapping
 
 from ..model import ToolCall
@@ -31,6 +37,7 @@ _OPENER = re.compile(rf"\[(?=[ \t]*(?P<name>{_IDENTIFIER}(?:\.{_IDENTIFIER})*)[ 
 _CONSTANTS: Mapping[str, object] = {"True": True, "False": False, "None": None,
                                     "true": True, "false": False, "null": None}
 _LITERALS = "strings, numbers, True/False, None, lists or dicts"
+_ELEMENT_NAME = re.compile(rf"\s*(?P<name>{_IDENTIFIER}(?:\s*\.\s*{_IDENTIFIER})*)\s*\(")
 
 
 class _NotLiteral(ValueError):
@@ -95,6 +102,8 @@ def _call(node: ast.expr, start: int) -> ToolCall | str:
     for argument in node.keywords:
         if argument.arg is None:
             return f"unpacks **{_snippet(argument.value)} into {name}; write NAME=VALUE"
+        if argument.arg in kwargs:
+            return f"sets {argument.arg} twice"
         try:
             kwargs[argument.arg] = _literal(argument.value)
         except _NotLiteral as err:
@@ -104,26 +113,74 @@ def _call(node: ast.expr, start: int) -> ToolCall | str:
 
 
 def read_call_list(match: re.Match[str], text: str, start: int) -> list[Read]:
-    """The calls a ``[name(…), …]`` span makes, all placed at the list's start; all or
-    nothing: one call that cannot be read makes the whole list a problem."""
+    """The calls a ``[name(…), …]`` span makes, all placed at the list's start, and a problem
+    for each element that is not a call that can run."""
     label, name = _label(match), match.group("name")
     try:
         tree = ast.parse("[" + text, mode="eval")
     except SyntaxError as err:
-        return [Problem(start, label, f"is not a valid Python list of calls ({err.msg})", name)]
+        elements = _elements(text)
+        if elements is None:
+            return [Problem(start, label, f"is not a valid Python list of calls ({err.msg})",
+                            name)]
+        return [_read_element(element, start, label) for element in elements]
     except (ValueError, RecursionError, MemoryError) as err:
         return [Problem(start, label, f"is not a valid Python list of calls ({err})", name)]
     if not isinstance(tree.body, ast.List):
         return [Problem(start, label, "is not a plain list of calls; write "
                         "[TOOL(NAME=VALUE, …)]", name)]
-    calls: list[Read] = []
-    for node in tree.body.elts:
-        call = _call(node, start)
-        if isinstance(call, str):
-            return [Problem(start, label, call,
-                            _dotted(node.func) if isinstance(node, ast.Call) else None)]
-        calls.append(call)
-    return calls
+    return [_read(node, start, label) for node in tree.body.elts]
+
+
+def _read(node: ast.expr, start: int, label: str) -> Read:
+    """One element as a call, or a problem named after the call it meant, if any."""
+    call = _call(node, start)
+    if not isinstance(call, str):
+        return call
+    name = _dotted(node.func) if isinstance(node, ast.Call) else None
+    return Problem(start, label if name is None else f"{name}(…)", call, name)
+
+
+def _read_element(source: str, start: int, label: str) -> Read:
+    """:func:`_read` for an element's source, read alone."""
+    try:
+        node = ast.parse(f"({source}\n)", mode="eval").body
+    except SyntaxError as err:
+        m = _ELEMENT_NAME.match(source)
+        name = None if m is None else re.sub(r"\s+", "", m.group("name"))
+        return Problem(start, label if name is None else f"{name}(…)",
+                       f"is not valid Python ({err.msg})", name)
+    except (ValueError, RecursionError, MemoryError) as err:
+        return Problem(start, label, f"is not valid Python ({err})")
+    return _read(node, start, label)
+
+
+def _elements(text: str) -> list[str] | None:
+    """The sources of the elements of the list ``text`` closes (it follows the ``[``), split
+    at the commas between them; None where Python's tokens cannot be read."""
+    source = "[" + text
+    line_starts = [0]  # tokens are placed by line, the lines StringIO.readline gives
+    while (newline := source.find("\n", line_starts[-1])) != -1:
+        line_starts.append(newline + 1)
+    depth, cuts = 0, [0]
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type != tokenize.OP:
+                continue
+            at = line_starts[token.start[0] - 1] + token.start[1]
+            if token.string in "([{":
+                depth += 1
+            elif token.string in ")]}":
+                depth -= 1
+                if depth == 0:
+                    cuts.append(at)
+                    break
+            elif token.string == "," and depth == 1:
+                cuts.append(at)
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    elements = [source[a + 1 : b] for a, b in itertools.pairwise(cuts)]
+    return elements[:-1] if elements and not elements[-1].strip() else elements
 
 
 CALL_LISTS = SpanSyntax("[", _OPENER, PyEndScanner, read_call_list, _label)

@@ -2,17 +2,16 @@
 
 What Qwen3-Coder is trained to write: values are taken as written, several lines included,
 with no quoting or escaping. The tag is read by the shared :mod:`.toolcall` reader, so a
-hermes JSON body in it is understood too.
+hermes JSON body in it is understood too, and so is a ``<function=…>`` element written at the
+start of a line without the tag (as models fine-tuned on SWE-agent's protocol write them).
 """
 
 from __future__ import annotations
 
 import json
-import re
 
 from ..model import ToolCall
 from ..scanner import Scanner
-from ..xmlcalls import CDATA_OPEN
 from .base import (
     BlockCalls,
     CallScanner,
@@ -21,12 +20,11 @@ from .base import (
     check_named_only,
     check_text,
 )
-from .toolcall import CLOSING, OPENER, QWEN3_CODER, tool_call_tag
+from .toolcall import CLOSING, OPENER, QWEN3_CODER, function_span, tool_call_tag
 
 NAME = QWEN3_CODER
 TAGS = (tool_call_tag(NAME),)
-_ENDS_VALUE = re.compile(r"</parameter>\s*(?:<parameter=|</function>)")
-_RISKY = (OPENER, CLOSING, CDATA_OPEN)
+SPANS = (function_span(NAME),)
 
 
 def _parameter_name(key: str) -> str:
@@ -39,24 +37,31 @@ def _value(value: object) -> str:
     """A value as raw text: strings as they are, anything else as JSON."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     check_text(text)
-    if _ENDS_VALUE.search(text) or any(risky in text for risky in _RISKY):
-        raise UnrepresentableCall("the value holds a closing tag that would end the call early; "
-                                  "this format writes values unescaped")
     return text
 
 
 def render_qwen3_coder(call: ToolCall) -> str:
-    """One ``<tool_call>`` holding one ``<function=…>``, a ``<parameter=…>`` per argument."""
+    """One ``<tool_call>`` holding one ``<function=…>``, a ``<parameter=…>`` per argument.
+
+    Values are written unescaped, so the text is read back: a value holding tags the reading
+    takes for the call's own (``</parameter>`` then ``<parameter=``, ``</tool_call>``...)
+    cannot be written, and :class:`UnrepresentableCall` says so."""
     check_name(call.name)
     check_named_only(call, NAME)
-    params = "".join(f"<parameter={_parameter_name(key)}>\n{_value(value)}\n</parameter>\n"
-                     for key, value in call.kwargs.items())
-    return f"{OPENER}\n<function={call.name}>\n{params}</function>\n{CLOSING}"
+    values = {_parameter_name(key): _value(value) for key, value in call.kwargs.items()}
+    params = "".join(f"<parameter={key}>\n{value}\n</parameter>\n"
+                     for key, value in values.items())
+    text = f"{OPENER}\n<function={call.name}>\n{params}</function>\n{CLOSING}"
+    read = Scanner(blocks="none", tags=TAGS).parse(text)
+    if len(read) != 1 or not isinstance(read[0], ToolCall) or read[0].kwargs != values:
+        raise UnrepresentableCall("a value holds tags that would be read as the call's own; "
+                                  "this format writes values unescaped")
+    return text
 
 
 class Qwen3CoderFormat:
-    """``<function=…>`` calls in ``<tool_call>`` tags; code blocks are tracked only so that
-    calls inside them never run."""
+    """``<function=…>`` calls, in ``<tool_call>`` tags or bare at the start of a line; code
+    blocks are tracked only so that calls inside them never run."""
 
     name = NAME
     native = False
@@ -71,7 +76,7 @@ class Qwen3CoderFormat:
     )
 
     def scanner(self) -> CallScanner:
-        return BlockCalls(Scanner(blocks="none", tags=TAGS))
+        return BlockCalls(Scanner(blocks="none", tags=TAGS, spans=SPANS))
 
     def render(self, call: ToolCall) -> str:
         return render_qwen3_coder(call)
