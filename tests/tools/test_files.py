@@ -184,6 +184,54 @@ def test_read_binary_missing_and_limits(run: Run, workspace: Path,
     assert "over the 10-byte limit" in huge.content
 
 
+def _numbered(workspace: Path) -> None:
+    (workspace / "a.txt").write_text("alpha\n")
+    (workspace / "b.txt").write_text("".join(f"b{i}\n" for i in range(1, 6)))
+
+
+def test_read_takes_one_path_per_line_in_the_block(run: Run, workspace: Path) -> None:
+    _numbered(workspace)
+    [langtag] = run(f"{F}read a.txt b.txt\n{F}\n")
+    [lines] = run(f"{F}read\na.txt\n\n  b.txt  \n{F}\n")
+    assert lines.status is None and lines.content == langtag.content
+    assert lines.content.startswith("a.txt (lines 1-1 of 1):\n1  alpha\n\nb.txt (lines 1-5 of 5)")
+
+
+def test_each_line_of_the_block_takes_its_own_range(run: Run, workspace: Path) -> None:
+    _numbered(workspace)
+    (workspace / "my notes.md").write_text("note\n")
+    [result] = run(f"{F}read\nb.txt 2 3\nmy notes.md\na.txt\n{F}\n")
+    assert result.content == ("b.txt (lines 2-3 of 5):\n2  b2\n3  b3\n\n"
+                              "my notes.md (lines 1-1 of 1):\n1  note\n\n"
+                              "a.txt (lines 1-1 of 1):\n1  alpha")
+
+
+def test_the_langtag_path_is_read_before_the_blocks_lines(run: Run, workspace: Path) -> None:
+    _numbered(workspace)
+    [result] = run(f"{F}read b.txt 4\na.txt\n{F}\n")
+    assert result.content == ("b.txt (lines 4-5 of 5):\n4  b4\n5  b5\n\n"
+                              "a.txt (lines 1-1 of 1):\n1  alpha")
+
+
+def test_a_missing_path_in_the_block_hides_no_other(run: Run, workspace: Path) -> None:
+    _numbered(workspace)
+    [result] = run(f"{F}read\na.txt\nnope.txt\nb.txt 1 1\n{F}\n")
+    assert result.status is None
+    assert result.content == ("a.txt (lines 1-1 of 1):\n1  alpha\n\n"
+                              "read: nope.txt does not exist.\n\n"
+                              "b.txt (lines 1-1 of 5):\n1  b1")
+    [empty] = run(f"{F}read\n\n{F}\n")
+    assert empty.status is Status.ERROR and "no path given" in empty.content
+
+
+def test_a_json_path_holding_lines_is_read_line_by_line(session: Session,
+                                                        workspace: Path) -> None:
+    _numbered(workspace)
+    [result] = session.execute('@read(c1): {"path": "b.txt 2 3\\na.txt"}', "tool")
+    assert result.content == ("b.txt (lines 2-3 of 5):\n2  b2\n3  b3\n\n"
+                              "a.txt (lines 1-1 of 1):\n1  alpha")
+
+
 def test_a_path_naming_the_workspace_itself_leaves_nothing_beside_it(
         workspace: Path, run: Run) -> None:
     (workspace / "here").symlink_to(".")

@@ -52,6 +52,63 @@ def placeholder_in(text: str) -> str | None:
     return match.group().strip() if match else None
 
 
+# Comment syntax around a placeholder: "#", "//", "/* */", "<!-- -->", "--", ";", "%", a block
+# comment's " * " lines and triple-quoted strings. "---" (YAML, Markdown) is no comment.
+_OPENER = re.compile(r"""^(?:<!--|/\*+|//+|#+|--(?!-)|;+|%+|\*(?!\S)|"{3}|'{3})\s*""")
+_CLOSER = re.compile(r"""\s*(?:-->|\*+/|"{3}|'{3})$""")
+_BLOCK_OPENER = re.compile(r"""^(?:/\*|<!--|"{3}|'{3})""")
+_ELLIPSIS = re.compile(r"\.{3,}|…")
+_WORD = re.compile(r"[a-z]+")
+_FILLER = re.compile(r"""[\s\d()\[\]{}<>.,:;!?'"/*\u2013\u2014-]*""")
+# Words a placeholder is made of. A comment without an ellipsis must also say that text was
+# left out (_LEFT_OUT), in one word only if that word says it alone (_ALONE): "# Other
+# functions" or a heading "## Rest" are ordinary comments, "# rest unchanged" is not.
+_ALONE = frozenset({"unchanged", "omitted", "elided", "unmodified", "untouched", "etc", "snip",
+                    "snipped", "truncated"})
+_LEFT_OUT = _ALONE | frozenset({"rest", "existing", "remaining", "same"})
+_PLACEHOLDER_WORDS = _LEFT_OUT | frozenset({
+    "previous", "original", "other", "more", "old", "your", "additional", "code", "file",
+    "files", "function", "functions", "class", "classes", "method", "methods", "module",
+    "content", "contents", "implementation", "line", "lines", "imports", "body", "logic",
+    "definitions", "tests", "text", "section", "sections", "stuff", "here", "below", "above",
+    "the", "of", "this", "is", "are", "remains", "remain", "stays", "stay", "as", "before",
+    "keep", "kept", "everything", "else", "and", "so", "on", "goes", "go", "to", "be"})
+_FEW_LINES = 5
+
+
+def _placeholder_line(line: str, in_comment: bool) -> bool | None:
+    """True for a line standing for left-out text ("# ... existing code", "[...]"), False
+    for comment syntax alone ("/*", three quotes), None for anything else."""
+    inner = _CLOSER.sub("", line)
+    commented = in_comment or inner != line
+    inner, marks = _OPENER.subn("", inner)
+    commented = commented or bool(marks)
+    if not inner:
+        return False if commented else None
+    lowered = inner.lower()
+    elided = _ELLIPSIS.search(lowered) is not None
+    rest = _ELLIPSIS.sub(" ", lowered)
+    words = _WORD.findall(rest)
+    if not _FILLER.fullmatch(_WORD.sub("", rest)) or not set(words) <= _PLACEHOLDER_WORDS:
+        return None
+    said = commented and bool(_LEFT_OUT & set(words)) and (len(words) > 1 or words[0] in _ALONE)
+    return True if elided or said else None
+
+
+def only_placeholder(text: str) -> str | None:
+    """The content, when it is nothing but a placeholder ("# ...", "/* rest unchanged */",
+    a bare "..."): writing it would leave a stub where text belongs. Real code is never that:
+    a stub function ("def f(): ...") or prose with an ellipsis has other words around it."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines or len(lines) > _FEW_LINES:
+        return None
+    in_comment = _BLOCK_OPENER.match(lines[0]) is not None
+    kinds = [_placeholder_line(line, in_comment) for line in lines]
+    if None in kinds or True not in kinds:
+        return None
+    return "\n".join(lines)
+
+
 def with_newline(text: str, newline: str = "\n") -> str:
     return text if not text or text.endswith("\n") else text + newline
 
@@ -112,12 +169,9 @@ def _write(invocation: ToolInvocation, place: Place) -> Message:
         previous = read_existing(place)
     except (ValueError, OSError) as err:
         raise ToolError(f"{invocation.spec.name}: {err}") from err
-    stand_in = placeholder_in(invocation.kwargs["content"]) if previous else None
-    if stand_in is not None:
-        raise ToolError(f"{invocation.spec.name}: not written: the content holds the "
-                        f"placeholder line {stand_in!r}, which would replace real text of "
-                        f"{display(path, invocation.context.roots)}. Send the whole content, "
-                        "or use patch to change part of the file.")
+    why = refusal(invocation, previous, display(path, invocation.context.roots))
+    if why is not None:
+        raise ToolError(f"{invocation.spec.name}: not written: {why}")
     text = new_text(invocation, previous)
     lines = text.count("\n")
     if invocation.spec.name == "append":
@@ -127,6 +181,29 @@ def _write(invocation: ToolInvocation, place: Place) -> Message:
     verb = "Created" if previous is None else "Saved"
     return write_file(invocation, place, text, previous,
                       lambda name: f"{verb} {name} ({lines} lines).")
+
+
+def refusal(invocation: ToolInvocation, previous: str | None, name: str) -> str | None:
+    """Why the content must not be written, if it stands for text the model left out: a
+    placeholder would replace the real text of a file, or be appended as if it were text."""
+    content = invocation.kwargs["content"]
+    stub = only_placeholder(content)
+    if stub is not None and invocation.spec.name == "append":
+        return (f"the content is only the placeholder {stub!r}, which adds no real text to "
+                f"{name}. Send the text to add, written out in full (use patch to change part "
+                "of a file).")
+    if not previous:
+        return None
+    if stub is not None:
+        return (f"the content is only the placeholder {stub!r}, which would replace the real "
+                f"text of {name}. Send the file's whole content, or use patch to change part "
+                "of it.")
+    stand_in = placeholder_in(content)
+    if stand_in is not None:
+        return (f"the content holds the placeholder line {stand_in!r}, which would replace "
+                f"real text of {name}. Send the whole content, or use patch to change part of "
+                "the file.")
+    return None
 
 
 def _file_tool(name: str, desc: str, instructions: str, markdown: str,
@@ -153,8 +230,10 @@ save = _file_tool(
 
 append = _file_tool(
     "append", "Append text to the end of a file, creating it if needed.",
-    "content is added after the file's last line, in the file's own line endings.",
-    "The langtag holds the path: ```append path/to/file. The block is the text to add.",
+    "content is added after the file's last line, in the file's own line endings; a "
+    "placeholder such as '# ...' is refused.",
+    "The langtag holds the path: ```append path/to/file. The block is the text to add, "
+    "written out (a placeholder such as '# ...' is refused).",
     (Example.call(path="notes.txt", content="another line"),
      Example.result("Appended 1 line(s) to notes.txt.")),
 )

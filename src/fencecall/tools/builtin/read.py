@@ -103,12 +103,29 @@ def read_one(invocation: ToolInvocation, given: str, start: int | None,
     return f"{name} (lines {first}-{last} of {len(lines)}):\n{body}{more}"
 
 
-def _paths_and_range(invocation: ToolInvocation) -> tuple[list[str], int | None, int | None]:
-    """The paths the call names, and its range. ``read a.py b.py`` reads both; trailing
-    numbers on the langtag (``read a.py 10 40``) are the range, unless a file is so named."""
-    given: str = invocation.kwargs["path"]
-    start, end = invocation.kwargs.get("start"), invocation.kwargs.get("end")
-    if _exists(given, invocation.context.roots):
+def _requests(invocation: ToolInvocation) -> list[tuple[str, int | None, int | None]]:
+    """Each file the call names, with its range, in order: the langtag's (``path``) first,
+    then the block's lines (``paths``). Every line is read as a langtag is, so models that
+    write one path per line (as gptme taught them) and those that write ``read a.py b.py``
+    are both understood."""
+    kwargs = invocation.kwargs
+    text = f"{kwargs.get('path') or ''}\n{kwargs.get('paths') or ''}"
+    requests: list[tuple[str, int | None, int | None]] = []
+    for line in filter(None, map(str.strip, text.splitlines())):
+        paths, start, end = _paths_and_range(line, kwargs.get("start"), kwargs.get("end"),
+                                             invocation.context.roots)
+        requests += [(path, start, end) for path in paths]
+    if not requests:
+        raise ToolError("read: no path given; name the file to read (several: separated by "
+                        "spaces, or one per line).")
+    return requests
+
+
+def _paths_and_range(given: str, start: int | None, end: int | None,
+                     roots: tuple[Path, ...]) -> tuple[list[str], int | None, int | None]:
+    """The paths one line names, and its range. ``a.py b.py`` reads both; trailing numbers
+    (``a.py 10 40``) are the range, unless a file is so named or the range was given apart."""
+    if _exists(given, roots):
         return [given], start, end
     words = given.split()
     numbers: list[int] = []
@@ -130,11 +147,11 @@ def _exists(given: str, roots: tuple[Path, ...]) -> bool:
 
 
 def execute_read(invocation: ToolInvocation) -> Message:
-    paths, start, end = _paths_and_range(invocation)
-    if len(paths) == 1:
-        return system(read_one(invocation, paths[0], start, end))
+    requests = _requests(invocation)
+    if len(requests) == 1:
+        return system(read_one(invocation, *requests[0]))
     parts = []
-    for path in paths:
+    for path, start, end in requests:
         try:
             parts.append(read_one(invocation, path, start, end))
         except ToolError as err:
@@ -145,14 +162,23 @@ def execute_read(invocation: ToolInvocation) -> Message:
 tool = ToolSpec(
     name="read",
     desc="Show text files with line numbers, optionally only lines START to END.",
-    instructions="Several paths (separated by spaces) read each file. Long files come in "
-                 "pieces; the result says how to read on.",
+    instructions="Several paths (separated by spaces, or one per line) read each file in "
+                 "turn. Long files come in pieces; the result says how to read on.",
+    instructions_format={"markdown": (
+        "The langtag holds the path: ```read path/to/file, or ```read path/to/file START END. "
+        "Several files: paths separated by spaces, or one per line in the block (each line may "
+        "end with its own START END). Long files come in pieces; the result says how to read "
+        "on.")},
     execute=execute_read,
     parameters=(
-        Parameter("path", description="File to read (or several, separated by spaces)."),
+        Parameter("path", description="File to read (or several, separated by spaces or one "
+                                       "per line).", required=False),
         Parameter("start", "integer", "First line to show (1-based).", required=False),
         Parameter("end", "integer", "Last line to show.", required=False),
+        Parameter("paths", description="More files to read, one per line (in markdown, the "
+                                        "block's body).", required=False),
     ),
+    content_param="paths",
     argline_param="path",
     hints=frozenset({"files", "read-only"}),
     examples=(Example.call(path="hello.py"),
