@@ -48,6 +48,8 @@ def feedback_of(agent: Agent) -> list[str]:
     (f"{F}zsh\nls\n{F}\n", "language-tag", f"{F}shell\nls\n{F}"),
     (f"{F}Shell\nls\n{F}\n", "language-tag", f"{F}shell\nls\n{F}"),
     (f"{F}\nappend notes.txt\nhello\n{F}\n", "bare-fence", f"{F}append notes.txt\nhello\n{F}"),
+    (f"{F}\npython\nprint(1)\n{F}\n", "bare-fence", f"{F}ipython\nprint(1)\n{F}"),
+    (f"{F}\npython reproduce.py\n{F}\n", "bare-fence", f"{F}shell\npython reproduce.py\n{F}"),
     ("<tool-use><shell>ls</shell></tool-use>", "other-format", f"{F}shell\nls\n{F}"),
     ('@save(c1): {"path": "a.txt", "content": "x"}', "other-format", f"{F}save a.txt\nx\n{F}"),
 ])

@@ -15,12 +15,29 @@ def streamed(text: str, size: int = 1) -> list[ToolCall]:
     return calls + parser.finish()
 
 
-@pytest.mark.parametrize("info", ["'''", '"""', "<think>", "thinking>", "<tool-use>"])
-def test_a_fence_whose_info_is_no_langtag_does_not_open_a_nested_block(info: str) -> None:
+@pytest.mark.parametrize("info", ["\'\'\'", '"""', "<tool-use>", "!", "=== x"])
+def test_a_fence_followed_by_what_is_no_langtag_is_content(info: str) -> None:
+    """As a markdown viewer shows it: a closing fence has nothing after it."""
     text = f"{F}shell\necho 1\n{F}{info}\necho 2\n{F}\n"
     [call] = parse_calls(text)
-    assert call.content == "echo 1", "it closed the block instead"
+    assert call.content == f"echo 1\n{F}{info}\necho 2"
     assert streamed(text) == [call]
+
+
+@pytest.mark.parametrize("info", ["<think>", "thinking>", "<thinking>", " think>"])
+def test_a_fence_with_thinking_glued_to_it_closes_and_the_thinking_is_skipped(info: str) -> None:
+    text = f"{F}shell\necho 1\n{F}{info}plans</{info.strip().strip('<>')}>\n{F}shell\necho 2\n{F}\n"
+    calls = parse_calls(text)
+    assert [c.content for c in calls] == ["echo 1", "echo 2"]
+    assert streamed(text) == calls
+
+
+def test_a_python_block_with_a_fence_and_quotes_inside_leaves_the_next_call_whole() -> None:
+    text = (f'Here:\n{F}python\nx = """\n{F}"""\nmore\n{F}\n\nNow run:\n{F}shell\nls\n{F}\n')
+    calls = parse_calls(text)
+    assert [(c.name, c.content) for c in calls] == [("python", f'x = """\n{F}"""\nmore'),
+                                                    ("shell", "ls")]
+    assert streamed(text) == calls
 
 
 def test_a_closing_fence_with_a_tag_glued_to_it_closes_and_the_rest_is_read() -> None:
@@ -54,7 +71,9 @@ def test_a_file_block_followed_by_prose_closes_where_every_fence_closes() -> Non
     parsed = parse(text)
     assert [(c.name, c.content) for c in parsed.calls] == [("save", "first line"),
                                                            ("shell", "cat notes.txt")]
-    assert parsed.diagnostics == []
+    [note] = parsed.diagnostics  # the model is told what the file got
+    assert note.kind == "ambiguous" and note.name == "save"
+    assert "it holds lines 2 to 2 only" in note.message
     assert streamed(text) == parsed.calls
 
 

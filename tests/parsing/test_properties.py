@@ -35,7 +35,8 @@ LINES = [
     "<tool_call>", "</tool_call>", '{"name": "shell", "arguments": {"command": "ls"}}',
     '{"name": "x", "arguments": "{\\"a\\": 1}"}', "<function=shell>", "</function>",
     "<parameter=command>", "</parameter>", '[shell(command="ls")]', "[read(path='a', n=[1, (2",
-    ")])", '"""', "'''", "# ]", "[x for x in y]",
+    ")])", '"""', "'''", "# ]", "[x for x in y]", "~~~", "~~~shell", "~~~~", "```thinking>x",
+    "```<think>y</think>", '```"""',
 ]
 noise = st.sampled_from(LINES) | st.text(max_size=12)
 body = st.lists(noise, max_size=5).map("\n".join)

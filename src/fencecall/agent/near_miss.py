@@ -9,15 +9,18 @@ Which language tags simply run is a deliberate choice: a tool's own tags run (``
 python, ``bash`` and ``sh`` for shell), while the tags in :data:`RUN_AS` only get feedback,
 since models also write such blocks to show code, not to run it. A block no tool was named
 for never runs.
+
+Blocks are found by the parser's own fence rules (:func:`~fencecall.parsing.parse_codeblocks`,
+and its report of a block never closed), so what the feedback sees is what the parser saw.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..parsing import CallFormat, UnrepresentableCall, get_format, parse
+from ..parsing import CallFormat, UnrepresentableCall, get_format, parse, parse_codeblocks
+from ..parsing.model import FENCED
 from ..tools import Toolchain, ToolSpec, render_call
 
 RUN_AS: dict[str, str] = {
@@ -30,8 +33,6 @@ RUN_AS: dict[str, str] = {
 SHOWN = 300
 """Characters of a block's content repeated in the message; longer content is cut."""
 
-_FENCE = re.compile(r"^[ ]{0,3}(`{3,}|~{3,})[ \t]*([^\n`]*)\n(.*?)(?:^[ ]{0,3}\1[`~]*[ \t]*$|\Z)",
-                    re.MULTILINE | re.DOTALL)
 _OTHER_FORMATS = ("xml", "tool")
 
 
@@ -69,10 +70,30 @@ def feedback(misses: list[NearMiss]) -> str:
     return "\n\n".join(parts)
 
 
+def _blocks(text: str) -> Iterator[tuple[str, str, str]]:
+    """Each fenced block of ``text`` as the parser reads it (its fence, langtag and content),
+    a block left open at the end included (its content runs to the end)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # as the parser's offsets are
+    for block in parse_codeblocks(text):
+        yield _fence_at(text, block.start), block.lang, block.content
+    for diagnostic in parse(text).diagnostics:
+        if diagnostic.kind == "unclosed" and diagnostic.codeblock:
+            header, _, content = text[diagnostic.start :].partition("\n")
+            fence = _fence_at(text, diagnostic.start)
+            yield fence, header[len(fence) :].strip(), content.removesuffix("\n")
+
+
+def _fence_at(text: str, start: int) -> str:
+    """The run of backticks or tildes that opens the block at ``start``."""
+    mark = text[start]
+    end = start
+    while end < len(text) and text[end] == mark:
+        end += 1
+    return text[start:end]
+
+
 def _fenced(text: str, target: CallFormat, toolchain: Toolchain) -> Iterator[NearMiss]:
-    for match in _FENCE.finditer(text):
-        fence, info, content = match.group(1), match.group(2).strip(), match.group(3)
-        content = content[:-1] if content.endswith("\n") else content
+    for fence, info, content in _blocks(text):
         word, _, argline = info.partition(" ")
         spec = toolchain.for_langtag(word) if word else None
         if spec is not None and spec.is_runnable:
@@ -91,10 +112,18 @@ def _fenced(text: str, target: CallFormat, toolchain: Toolchain) -> Iterator[Nea
             continue
         first, _, rest = content.partition("\n")
         name, _, args = first.strip().partition(" ")
-        spec = toolchain.for_langtag(name) if name else None
+        written = f"The {fence} block starting with {first.strip()!r}"
+        if name.lower() in RUN_AS and args.strip():  # ``python app.py``: a command line
+            spec = toolchain.for_langtag("shell")
+            if spec is not None and spec.is_runnable:
+                yield _miss("bare-fence", written, spec, "", content, target,
+                            "a bare fence runs nothing; a command goes in a block tagged "
+                            f"{spec.block_types[0]!r}")
+            continue
+        tool = RUN_AS.get(name.lower(), name) if name else ""
+        spec = toolchain.for_langtag(tool) if tool else None
         if spec is not None and spec.is_runnable:
-            yield _miss("bare-fence", f"The {fence} block starting with {first.strip()!r}",
-                        spec, args.strip(), rest, target,
+            yield _miss("bare-fence", written, spec, args.strip(), rest, target,
                         "a tool's name goes on the fence line itself, not on the first line "
                         "inside the block")
 
@@ -105,6 +134,8 @@ def _other_formats(text: str, target: CallFormat, toolchain: Toolchain) -> Itera
         if name == target.name:
             continue
         for call in parse(text, name).calls:
+            if call.format == FENCED:
+                continue  # a fenced block the other format also reads: _fenced's to judge
             spec = toolchain.get(call.name)
             if spec is None or not spec.is_runnable:
                 continue

@@ -95,7 +95,9 @@ def _execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
                    diagnostics: Iterable[Diagnostic],
                    history: tuple[Message, ...]) -> Iterator[Message]:
     uses = [use for call in calls if (use := resolve(call, session.toolchain)) is not None]
-    notes = [_diagnostic_message(d) for d in diagnostics if _concerns_a_tool(d, session)]
+    ran = {use.call.start for use in uses if use.call.is_codeblock}
+    notes = [_diagnostic_message(d) for d in diagnostics
+             if _concerns_a_tool(d, session) and not (d.kind == "swallowed" and d.start in ran)]
     pre = session.hooks.run(MESSAGE_PRE_PROCESS, MessagePreProcess(session, message))
     yield from pre.messages
     results: list[Message] = []
@@ -129,7 +131,8 @@ def _execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
 
 
 def _concerns_a_tool(diagnostic: Diagnostic, session: Runner) -> bool:
-    """An unclosed code block matters only if its langtag names a tool; the rest always do."""
+    """An unclosed code block matters only if its langtag names a tool; the rest always do.
+    (A block inside another that ran went to that tool as its text: see ``ran`` above.)"""
     if not diagnostic.codeblock or diagnostic.name is None:
         return True
     return resolve(ToolCall(diagnostic.name), session.toolchain) is not None

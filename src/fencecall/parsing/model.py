@@ -148,6 +148,7 @@ class Diagnostic:
     the call began, ``line`` its 1-based line, ``kind`` a short tag (``unclosed``,
     ``malformed``, ``hidden``), ``name`` the tool the call named, if it got that far.
     ``codeblock`` marks a fenced block, whose langtag may name no tool at all (plain code).
+    For ``swallowed`` (a block inside another block), ``start`` is the outer block's.
     """
 
     kind: str

@@ -8,16 +8,30 @@ why whole-text and streaming results are equal by construction.
 
 Fence rules (see ``docs`` in the README for examples):
 
-* A line whose first non-blank characters are 3+ backticks is a fence; its info string (the
-  langtag) may not contain a backtick, so ```` ```x``` ```` inline is prose.
-* Inside a block opened with L backticks, fences shorter than L are content. A fence with a
-  langtag and at least L backticks opens a nested block; a bare fence closes the innermost
-  nested block, and a bare fence of exactly L with nothing nested closes the block itself.
+* A line whose first non-blank characters are 3+ backticks or 3+ tildes is a fence
+  (CommonMark's two kinds); a backtick fence's info string (the langtag) may not contain a
+  backtick, so ```` ```x``` ```` inline is prose.
+* Inside a block, fences of the other kind are content: a tilde block closes only at a tilde
+  fence, a backtick block only at a backtick fence. Inside a block opened with L of them,
+  fences shorter than L are content. A fence with a langtag and at least L opens a nested
+  block; a bare fence closes the innermost nested block, and a bare fence of exactly L with
+  nothing nested closes the block itself. A fence followed by anything else (three quotes, say)
+  is content, as a markdown viewer shows it.
+* Thinking glued to a fence (```` ```<think> ````, Gemini's ```` ```thinking> ````) is thinking:
+  outside blocks it opens a thinking section, and at the length that closes the block it
+  closes the block and the thinking is read after it.
+* A block written inside another (nested, or a fence of the other kind) is that block's text:
+  it does not run, and a diagnostic names it (its start: the outer block's), unless the outer
+  block holds documents, where examples are expected. The agent drops the diagnostic when the
+  outer block itself ran.
 * Whether such a bare fence opens or closes is decided by the following line, but only for
   blocks that hold documents (a ``markdown``/``md`` langtag or a ``.md`` path, or a block that
   already held a nested one): there a bare fence followed by a line of text opens a nested
   block. Everywhere else, a bare fence of the right length closes.
 * ````````shell`` (a closing fence glued to an opening one) is split into the two.
+* These decisions are made in one place, :func:`_outside_action` and :func:`_fence_action`;
+  every path of the scanner (a line at a time, the fast loop over fence lines, the general
+  step) asks them.
 * ``<thinking>…</thinking>`` and ``<think>…</think>`` are skipped; an unclosed one hides the
   rest of the text; a closing tag without an opening one is dropped.
 * A block is final only once the line after its closing fence has begun, so a streaming
@@ -44,7 +58,13 @@ from .syntax import EndFinder, Problem, SpanSyntax, TagSyntax
 from .xmlcalls import CDATA_CLOSE, CDATA_OPEN, find_outside_cdata
 
 _THINK_TAGS = ("<think>", "<thinking>")
-_FENCE_NEEDLES = ("```",)
+_GLUED_THINKING = (("<thinking>", "</thinking>"), ("<think>", "</think>"),
+                   ("thinking>", "</thinking>"), ("think>", "</think>"))
+"""Thinking tags a model glues to a fence, with a ``<`` or without, and how each closes."""
+_MARKERS = ("```", "~~~")
+_BACKTICKS = ("```",)
+"""What can complete something inside a backtick block (its quiet strings)."""
+_TILDES = ("~~~",)
 _NOTHING: list[Found] = []
 """What :meth:`Scanner._step_line` returns when a line completes nothing; never added to."""
 _STEP_LIMIT = 1024
@@ -64,9 +84,9 @@ Found = Codeblock | ToolCall
 
 
 _FenceLine = tuple[int, int, str, int]
-"""A fence line: where the line starts, how many backticks, the info string after them, and
-where the line ends (its newline, or the end of the region). A plain tuple: a reply of many
-small blocks makes two per block."""
+"""A fence line: where the line starts, how many backticks (or tildes), the info string
+after them, and where the line ends (its newline, or the end of the region). A plain tuple:
+a reply of many small blocks makes two per block."""
 
 
 def _line_start_before(region: str, i: int) -> int | None:
@@ -82,11 +102,11 @@ def _line_end(region: str, i: int) -> int:
     return len(region) if end == -1 else end
 
 
-def _fence_line(region: str, line_start: int, at: int) -> _FenceLine:
+def _fence_line(region: str, line_start: int, at: int, char: str = "`") -> _FenceLine:
     line_end = region.find("\n", at)
     if line_end == -1:
         line_end = len(region)
-    info = region[at:line_end].lstrip("`")
+    info = region[at:line_end].lstrip(char)
     return line_start, line_end - at - len(info), info, line_end
 
 
@@ -97,13 +117,13 @@ def _next_run(region: str, start: int) -> int:
     return len(region) if at == -1 else at
 
 
-def _find_fence(region: str, pos: int) -> tuple[int, _FenceLine] | None:
-    """The next line at or after ``pos`` that starts with 3+ backticks: where its backticks
-    start, and the line."""
-    while (i := find_literal(region, "```", pos)) != -1:
+def _find_fence(region: str, pos: int, marker: str) -> tuple[int, _FenceLine] | None:
+    """The next line at or after ``pos`` that starts with ``marker`` (3 backticks or
+    tildes): where its backticks start, and the line."""
+    while (i := find_literal(region, marker, pos)) != -1:
         line_start = _line_start_before(region, i)
         if line_start is not None:
-            return i, _fence_line(region, line_start, i)
+            return i, _fence_line(region, line_start, i, marker[0])
         pos = _line_end(region, i) + 1
     return None
 
@@ -222,6 +242,12 @@ def _is_langtag(info: str) -> bool:
     return _LANGTAG_WORD.match(info.strip()) is not None
 
 
+def _holds_examples(content: str, lang: str) -> bool:
+    """Whether a block that is not a document may hold examples of blocks: fences in its
+    content (each is reported, as it did not run; a document's examples are its text)."""
+    return ("```" in content or "~~~" in content) and not (lang and _holds_files(lang))
+
+
 def _name_and_argline(lang: str) -> tuple[str, str]:
     """A call's name (the langtag's first word) and argument line (the rest)."""
     words = lang.split(None, 1)
@@ -232,9 +258,74 @@ def _is_glued(ticks: int, info: str) -> bool:
     return ticks >= 6 and ticks % 2 == 0 and info[:1] not in ("", " ", "\t", "`")
 
 
+def _glued_thinking(info: str) -> tuple[str, str] | None:
+    """The thinking tag a fence's info string starts with, and its closing tag."""
+    start = info.lstrip(" \t")
+    for tag, close in _GLUED_THINKING:
+        if start.startswith(tag):
+            return tag, close
+    return None
+
+
+# What a fence line does (the fence rules of the module, decided in one place).
+_CONTENT: Final = 0
+"""It is text: prose outside blocks, content inside one."""
+_OPENS: Final = 1
+"""Outside: it opens a block. Inside: it opens a nested block (an example)."""
+_CLOSES: Final = 2
+_CLOSES_NESTED: Final = 3
+_NEXT_LINE_DECIDES: Final = 4
+"""A bare fence in a block that holds documents: it closes unless a line of text follows."""
+_SPLITS: Final = 5
+"""A closing fence glued to an opening one (````````shell``): read as the two."""
+_THINKS: Final = 6
+"""Outside: thinking glued to a fence opens thinking. Inside: it closes the block, and the
+thinking after the fence is read after the block."""
+
+
+def _outside_action(char: str, count: int, info: str) -> int:
+    """What a fence line of ``count`` ``char`` and ``info`` does outside blocks."""
+    if char == "`":
+        if count >= 6 and _is_glued(count, info):
+            return _SPLITS
+        if "`" in info:
+            return _CONTENT  # ```x``` inline
+    if _glued_thinking(info) is not None:
+        return _THINKS
+    return _OPENS
+
+
+def _fence_action(char: str, count: int, info: str, open_char: str, open_count: int,
+                  nested: int, container: bool) -> int:
+    """What a fence line of ``count`` ``char`` and ``info`` does inside a block opened with
+    ``open_count`` ``open_char`` (``nested``: the length of the innermost example open in it,
+    0 if none; ``container``: the block holds documents)."""
+    if char != open_char:
+        return _CONTENT
+    if char == "`":
+        if count >= 6 and _is_glued(count, info):
+            return _SPLITS
+        if "`" in info:
+            return _CONTENT
+    if not info.strip():
+        if count < open_count:
+            return _CONTENT
+        if nested:
+            return _CLOSES_NESTED if count >= nested else _CONTENT
+        if count > open_count:
+            return _CONTENT  # a bare fence longer than the opener
+        return _NEXT_LINE_DECIDES if container else _CLOSES
+    if _is_langtag(info):
+        return _OPENS if count >= open_count else _CONTENT
+    if count == open_count and not nested and _glued_thinking(info) is not None:
+        return _THINKS
+    return _CONTENT
+
+
 @dataclass(slots=True)
 class _Fence:
     ticks: int
+    """How many backticks (or tildes) opened it."""
     lang: str
     start: int
     body: int
@@ -248,6 +339,24 @@ class _Fence:
     """The first bare fence that was read as opening a nested block although it could have
     closed this one (its offset): if the block never closes, it closes there. Its line is
     counted only then."""
+    marker: str = "```"
+    """``````` or ``~~~``: what its fences are made of (the other kind is content)."""
+
+    def action(self, count: int, info: str, char: str = "`") -> int:
+        """What a fence line of ``count`` ``char`` and ``info`` does inside this block."""
+        return _fence_action(char, count, info, self.marker[0], self.ticks,
+                             self.nested[-1] if self.nested else 0, self.container)
+
+    def nests(self, action: int, ticks: int) -> bool:
+        """Take a nested block's opening or closing; whether ``action`` was one."""
+        if action == _CLOSES_NESTED:
+            self.nested.pop()
+        elif action == _OPENS:
+            self.nested.append(ticks)
+            self.container = True
+        else:
+            return False
+        return True
 
 
 @dataclass(slots=True)
@@ -286,7 +395,7 @@ class _SyntaxTables:
     spans: dict[str, list[SpanSyntax]]
     needle_groups: _NeedleGroups
     other_needles: tuple[str, ...]
-    """The needles but for fences."""
+    """The needles but for backtick fences (a tilde fence takes the general rules)."""
     outside_quiet: tuple[str, ...]
     """Outside blocks, what can complete something on the line that holds it (thinking
     completes nothing: lines that open it may wait, see :meth:`Scanner._pass_clean`)."""
@@ -299,10 +408,10 @@ def _syntax_tables(tags: tuple[TagSyntax, ...], spans: tuple[SpanSyntax, ...]) -
     by_needle: dict[str, list[SpanSyntax]] = {}
     for span in spans:
         by_needle.setdefault(span.needle, []).append(span)
-    needles = ("```", "<think", *by_opener, *by_needle)
+    needles = ("```", "~~~", "<think", *by_opener, *by_needle)
     return _SyntaxTables(by_opener, by_needle, _needle_groups(needles), needles[1:],
                          tuple(needle for needle in needles if needle != "<think"),
-                         frozenset(("```", *by_needle)))
+                         frozenset(("```", "~~~", *by_needle)))
 
 
 class Scanner:
@@ -507,7 +616,8 @@ class Scanner:
         elif mode is _FENCE:
             fence = self._fence
             assert fence is not None
-            quiet = _FENCE_NEEDLES if fence.pending_close is None else None
+            quiet = None if fence.pending_close is not None else (
+                _BACKTICKS if fence.marker == "```" else _TILDES)
         elif mode is _THINK:
             assert self._think is not None
             quiet = (self._think.close,)
@@ -537,55 +647,46 @@ class Scanner:
             if stripped.startswith("```"):
                 info = stripped.lstrip("`")
                 ticks = len(stripped) - len(info)
-                if ticks >= 6 and _is_glued(ticks, info):
+                action = _outside_action("`", ticks, info)
+                if action in (_SPLITS, _THINKS):
                     return None
-                if "`" not in info:  # else ```x``` inline: prose
+                if action == _OPENS:  # else ```x``` inline: prose
                     base = self._offset
                     lang = info.strip()
                     self._fence = _Fence(ticks, lang, base + len(line) - len(stripped),
                                          base + len(line) + 1, ticks == 3 and _holds_files(lang),
                                          self._lines_before() + 1, [])
                     self._mode = _FENCE
-                    self._quiet = _FENCE_NEEDLES
+                    self._quiet = _BACKTICKS
             self._offset += len(line) + 1
             self._lines += 1
             return _NOTHING
         fence = self._fence
-        if self._mode is not _FENCE or fence is None or fence.pending_close is not None:
+        if self._mode is not _FENCE or fence is None or fence.pending_close is not None \
+                or fence.marker != "```":
             return None
         stripped = line.lstrip(" \t")
         if stripped.startswith("```"):
             info = stripped.lstrip("`")
             ticks = len(stripped) - len(info)
-            if ticks >= 6 and _is_glued(ticks, info):
-                return None
-            if "`" in info:
-                pass  # content
-            elif not info.strip():
-                if ticks == fence.ticks and not fence.nested and not fence.container:
+            action = fence.action(ticks, info)
+            if action == _CLOSES:
+                return self._step_close(fence, line)
+            if fence.nests(action, ticks):
+                pass
+            elif action == _NEXT_LINE_DECIDES:
+                if rest is None:
+                    return None
+                following = rest.partition("\n")[0].strip()
+                if not following or following.startswith(("```", "~~~")):
                     return self._step_close(fence, line)
-                if ticks < fence.ticks:
-                    pass  # content
-                elif fence.nested:
-                    if ticks >= fence.nested[-1]:
-                        fence.nested.pop()
-                elif ticks == fence.ticks:  # in a document block: the next line decides
-                    if rest is None:
-                        return None
-                    following = rest.partition("\n")[0].strip()
-                    if not following or following.startswith("```"):
-                        return self._step_close(fence, line)
-                    if self._clean:
-                        self._pass_clean()
-                    if fence.fallback is None:
-                        fence.fallback = self._offset
-                    fence.nested.append(fence.ticks)
-            elif _is_langtag(info):
-                if ticks >= fence.ticks:
-                    fence.nested.append(ticks)
-                    fence.container = True
-            elif ticks == fence.ticks and not fence.nested:
-                return None  # it closes, and the rest of its line is read after the block
+                if self._clean:
+                    self._pass_clean()
+                if fence.fallback is None:
+                    fence.fallback = self._offset
+                fence.nested.append(fence.ticks)
+            elif action != _CONTENT:
+                return None  # split, or closed with thinking after it: the general rules
         if self._clean:
             self._pass_clean()
         if not self._kept:
@@ -611,6 +712,8 @@ class Scanner:
         else:
             content = ""
             close = self._offset
+        if self._blocks == "call" and _holds_examples(content, fence.lang):
+            self._report_swallowed(fence, fence.marker[0] * fence.ticks, content)
         self._offset = close + len(line) + 1
         self._lines += 1
         self._fence = None
@@ -761,15 +864,19 @@ class Scanner:
         line_start = finder.line_start_before(at) if needle in self._line_start_needles else at
         if line_start is None:
             return at + len(needle)
-        if needle == "```":
-            _, ticks, info, line_end = _fence_line(region, line_start, at)
+        if needle == "```" or needle == "~~~":
+            char = needle[0]
+            _, ticks, info, line_end = _fence_line(region, line_start, at, char)
             start = base + at
-            if _is_glued(ticks, info):
+            action = _outside_action(char, ticks, info)
+            if action == _CONTENT:
+                return line_end
+            if action == _THINKS:
+                return self._open_glued_thinking(region, at + ticks, info, base + at)
+            if action == _SPLITS:
                 ticks //= 2
                 start += ticks
-            elif "`" in info:
-                return line_end
-            self._open_fence(ticks, info.strip(), start, base + line_end + 1)
+            self._open_fence(ticks, info.strip(), start, base + line_end + 1, needle)
             return line_end
         if needle == "<think":
             for tag in _THINK_TAGS:
@@ -814,10 +921,20 @@ class Scanner:
         self._mode = _OUTSIDE
         return hit + len(think.close)
 
-    def _open_fence(self, ticks: int, lang: str, start: int, body: int) -> None:
+    def _open_fence(self, ticks: int, lang: str, start: int, body: int,
+                    marker: str = "```") -> None:
         container = ticks == 3 and _holds_files(lang)
-        self._fence = _Fence(ticks, lang, start, body, container, 0, [])
+        self._fence = _Fence(ticks, lang, start, body, container, 0, [], marker=marker)
         self._mode = _FENCE
+
+    def _open_glued_thinking(self, region: str, at: int, info: str, start: int) -> int:
+        """Open the thinking whose tag ``info`` (at ``at``) starts with; where reading goes on."""
+        glued = _glued_thinking(info)
+        assert glued is not None
+        tag, close = glued
+        self._think = _Think(close, start, 0)
+        self._mode = _THINK
+        return at + len(info) - len(info.lstrip(" \t")) + len(tag)
 
     def _scan_fences(self, region: str, pos: int, base: int, out: list[Found],
                      finder: _NeedleFinder) -> int:
@@ -841,7 +958,7 @@ class Scanner:
             return pos
         held = self._fence
         if held is not None:
-            if held.nested or held.pending_close is not None:
+            if held.nested or held.pending_close is not None or held.marker != "```":
                 return pos
             ticks, lang, start, body = held.ticks, held.lang, held.start, held.body
             container = held.container
@@ -873,59 +990,57 @@ class Scanner:
                 line_start = at
             info = region[at:line_end].lstrip("`")
             count = line_end - at - len(info)
-            glued = count >= 6 and count % 2 == 0 and info[:1] not in ("", " ", "\t", "`")
             if not ticks:  # outside a block
                 if stop < pos:
                     hit = finder.find(pos, past_fences=True)
                     stop = len(region) if hit is None else hit[1]
                 if at >= stop:
                     break  # the other needle comes first
-                if glued:
-                    pos = at
+                action = _outside_action("`", count, info)
+                if action != _OPENS and action != _CONTENT:
+                    pos = at  # split, or thinking: the general rules
                     break
                 pos = line_end
-                if "`" in info:
+                if action == _CONTENT:
                     continue  # ```x``` inline: prose
                 lang = info.strip()
                 ticks, start, body = count, base + at, base + pos + 1
                 container = count == 3 and _holds_files(lang)
                 continue
-            if glued:
-                pos = at
+            action = _fence_action("`", count, info, "`", ticks, 0, container)
+            if action == _CONTENT:
+                continue
+            if action == _NEXT_LINE_DECIDES:  # it closes unless a line of text follows
+                after = line_end + 1
+                if after >= len(region):
+                    pos = at  # the next line is not here yet, or there is none
+                    break
+                newline = region.find("\n", after)
+                following = (region[after:] if newline == -1
+                             else region[after:newline]).strip()
+                if following and not following.startswith(("```", "~~~")):
+                    pos = at
+                    break
+            elif action != _CLOSES:
+                pos = at  # a nested block opens, a split, thinking: the general rules
                 break
-            if "`" in info:
-                continue  # content
-            if not info.strip():
-                if count != ticks:
-                    continue  # shorter: content; longer: content (nothing is nested)
-                if container:  # it closes unless a line of text follows (an example opens)
-                    after = line_end + 1
-                    if after >= len(region):
-                        pos = at  # the next line is not here yet, or there is none
-                        break
-                    newline = region.find("\n", after)
-                    following = (region[after:] if newline == -1
-                                 else region[after:newline]).strip()
-                    if following and not following.startswith("```"):
-                        pos = at
-                        break
-                pos = line_end
-                if blocks != "none":
-                    close = base + line_start - 1
-                    content = (region[body - base : close - base] if body >= base
-                               else self._slice(body, close)) if close > body else ""
-                    if blocks == "codeblock":
-                        out.append(Codeblock(lang, content, start))
-                    elif lang:
+            pos = line_end  # it closes the block
+            if blocks != "none":
+                close = base + line_start - 1
+                content = (region[body - base : close - base] if body >= base
+                           else self._slice(body, close)) if close > body else ""
+                if blocks == "codeblock":
+                    out.append(Codeblock(lang, content, start))
+                else:
+                    if _holds_examples(content, lang):
+                        fence = held if held is not None and held.start == start else \
+                            _Fence(ticks, lang, start, body, container, 0, [])
+                        self._report_swallowed(fence, "`" * ticks, content)
+                    if lang:
                         name, argline = _name_and_argline(lang)
                         out.append(ToolCall(name, argline, content, None, None, start, FENCED,
                                             base + pos))
-                ticks = 0
-                continue
-            if count >= ticks if _is_langtag(info) else count == ticks:
-                pos = at  # a nested block opens, or a glued close: the general rules
-                break
-            # else shorter, with a langtag: content
+            ticks = 0
         self._run_at = at
         if not ticks:
             self._fence = None
@@ -939,56 +1054,39 @@ class Scanner:
                     out: list[Found]) -> int:
         fence = self._fence
         assert fence is not None
-        found = _find_fence(region, pos)
+        marker = fence.marker
+        found = _find_fence(region, pos, marker)
         if found is None:
             return len(region)
         ticks_at, (line_start, ticks, info, line_end) = found
         line_start += base
-        if ticks >= 6 and _is_glued(ticks, info):
+        char = marker[0]
+        action = fence.action(ticks, info, char)
+        if action == _CLOSES:
+            self._close_fence(fence, line_start, out, base + line_end)  # the common case
+        elif fence.nests(action, ticks):
+            pass
+        elif action == _NEXT_LINE_DECIDES:
+            fence.pending_close = line_start
+            self._decide_pending(fence, region, min(line_end + 1, len(region)), base, final,
+                                 out)
+        elif action == _SPLITS:
             half = ticks // 2
-            self._bare_fence(fence, half, line_start, region, base, final, out, glued=True)
-            if self._mode is _OUTSIDE:
+            closing = fence.action(half, "", char)
+            if closing in (_CLOSES, _NEXT_LINE_DECIDES):  # glued: it closes
+                self._close_fence(fence, line_start, out)
                 self._open_fence(half, info.strip(), base + ticks_at + half,
                                  base + line_end + 1)
-            elif half >= fence.ticks:
+                return line_end
+            if closing == _CLOSES_NESTED:
+                fence.nested.pop()
+            if half >= fence.ticks:
                 fence.nested.append(half)
                 fence.container = True
-        elif "`" in info:
-            pass
-        elif not info.strip():
-            if ticks == fence.ticks and not fence.nested and not fence.container:
-                self._close_fence(fence, line_start, out, base + line_end)  # the common case
-            else:
-                self._bare_fence(fence, ticks, line_start, region, base, final, out,
-                                 glued=False)
-        elif _is_langtag(info):
-            if ticks >= fence.ticks:
-                fence.nested.append(ticks)
-                fence.container = True
-        elif ticks == fence.ticks and not fence.nested:
-            # A closing fence with something that is no langtag glued to it (```<think>):
-            # it closes the block, and the rest of its line is read as what follows.
+        elif action == _THINKS:  # it closes, and the thinking glued to it is read after
             self._close_fence(fence, line_start, out)
-            return ticks_at + ticks
+            return self._open_glued_thinking(region, ticks_at + ticks, info, base + ticks_at)
         return line_end
-
-    def _bare_fence(self, fence: _Fence, ticks: int, line_start: int, region: str, base: int,
-                    final: bool, out: list[Found], *, glued: bool) -> None:
-        if ticks < fence.ticks:
-            return
-        if fence.nested:
-            if ticks >= fence.nested[-1]:
-                fence.nested.pop()
-            return
-        if ticks > fence.ticks:
-            return  # a bare fence longer than the opener is content
-        if not fence.container or glued:
-            self._close_fence(fence, line_start, out)
-            return
-        fence.pending_close = line_start
-        line_end = region.find("\n", line_start - base)
-        next_line = len(region) if line_end == -1 else line_end + 1
-        self._decide_pending(fence, region, next_line, base, final, out)
 
     def _decide_pending(self, fence: _Fence, region: str, next_line: int, base: int,
                         final: bool, out: list[Found]) -> None:
@@ -1002,7 +1100,7 @@ class Scanner:
             newline = region.find("\n", next_line)
             line = region[next_line:] if newline == -1 else region[next_line:newline]
             stripped = line.strip()
-            kind = "close" if not stripped or stripped.startswith("```") else "open"
+            kind = "close" if not stripped or stripped.startswith(("```", "~~~")) else "open"
         if kind == "open":
             if fence.fallback is None:
                 fence.fallback = fence.pending_close
@@ -1016,6 +1114,8 @@ class Scanner:
         """Close ``fence`` at the fence line starting at ``line_start`` (ending at
         ``line_end``, when the caller knows)."""
         content = self._slice(fence.body, line_start - 1) if line_start - 1 > fence.body else ""
+        if self._blocks == "call" and _holds_examples(content, fence.lang):
+            self._report_swallowed(fence, fence.marker[0] * fence.ticks, content)
         self._fence = None
         self._mode = _OUTSIDE
         if self._blocks == "codeblock":
@@ -1132,6 +1232,16 @@ class Scanner:
         # the body's first line is the one after the opener's
         line = fence.line + 1 + self._slice(fence.body, close).count("\n")
         self._close_fence(fence, close, out)
+        if self._blocks == "call" and fence.lang:
+            ticks = fence.marker[0] * fence.ticks
+            self.diagnostics.append(Diagnostic(
+                "ambiguous", f"The {ticks}{fence.lang} block opened on line {fence.line} was "
+                f"never closed after its bare {ticks} on line {line}, so it was read as closing "
+                f"there, as a markdown viewer shows it: it holds lines {fence.line + 1} to "
+                f"{line - 1} only, and the text after line {line} is not part of it. If it "
+                f"was meant to hold fenced blocks, open it with more backticks than any "
+                f"fence inside ({ticks}`{fence.lang}) and close it with as many.",
+                fence.start, fence.line, fence.lang.split()[0], codeblock=True))
         return self._next_line(close), line
 
     def _report_unfinished(self) -> tuple[int, int] | None:
@@ -1139,12 +1249,15 @@ class Scanner:
         (an offset, and the number of lines before it)."""
         if self._fence is not None:
             fence = self._fence
-            if self._blocks == "call" and fence.lang:
-                ticks = "`" * fence.ticks
-                self.diagnostics.append(Diagnostic(
-                    "unclosed", f"The {ticks}{fence.lang} block opened on line {fence.line} was "
-                    f"never closed, so it did not run; end it with a line of {ticks}.",
-                    fence.start, fence.line, fence.lang.split()[0], codeblock=True))
+            if self._blocks == "call":
+                ticks = fence.marker[0] * fence.ticks
+                if fence.lang:
+                    self.diagnostics.append(Diagnostic(
+                        "unclosed", f"The {ticks}{fence.lang} block opened on line "
+                        f"{fence.line} was never closed, so it did not run; end it with a "
+                        f"line of {ticks}.", fence.start, fence.line, fence.lang.split()[0],
+                        codeblock=True))
+                self._report_swallowed(fence, ticks)
             return None
         if self._think is not None:
             think = self._think
@@ -1172,13 +1285,39 @@ class Scanner:
             return span.next_line, span.line
         return None
 
+    def _report_swallowed(self, fence: _Fence, ticks: str, content: str | None = None) -> None:
+        """A diagnostic for each block opened inside ``fence``, which never closed (or, given
+        its ``content``, which closed and holds no documents): each call written there was
+        taken as the block's content and did not run."""
+        closed = content is not None
+        body = self._slice(fence.body, self._offset) if content is None else content
+        line = fence.line or self._line_of(fence.start)
+        for number, text in enumerate(body.split("\n"), line + 1):
+            stripped = text.lstrip(" \t")
+            if not stripped.startswith(_MARKERS):
+                continue
+            info = stripped.lstrip(stripped[0])
+            if len(stripped) - len(info) < 3 or not _is_langtag(info):
+                continue
+            lang = info.strip()
+            opened = f"the {ticks}{fence.lang} block" if fence.lang else f"a bare {ticks} block"
+            if not closed:
+                why, fix = "that was never closed", "close the outer block first"
+            else:
+                why, fix = "", "write it outside the other block to run it"
+            self.diagnostics.append(Diagnostic(
+                "swallowed", f"The {stripped.rstrip()} block on line {number} is inside "
+                f"{opened} opened on line {line}{' ' if why else ''}{why}, so it was taken as "
+                f"that block's text and did not run; {fix}.",
+                fence.start, number, lang.split()[0], codeblock=True))
+
     def _next_line(self, offset: int) -> int:
         text = self._slice(offset, self._offset)
         newline = text.find("\n")
         return self._offset if newline == -1 else offset + newline + 1
 
     def _looks_like_a_call(self, text: str) -> bool:
-        if "```" in text or any(opener in text for opener in self._tags):
+        if "```" in text or "~~~" in text or any(opener in text for opener in self._tags):
             return True
         return any(span.opener.search(text) for spans in self._spans.values() for span in spans)
 
