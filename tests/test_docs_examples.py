@@ -100,6 +100,11 @@ SETUPS: dict[str, Setup] = {
     "--budget-tokens 2000000": Setup(files={"tasks.jsonl": TASKS}),
     # a task line naming a workspace to copy
     '"id": "fix-1"': Setup(folders=("repos/app",)),
+    # an autonomous run: a reply that is no call gets a reminder; complete ends the task
+    "--autonomous -y": Setup(replies=(
+        Reply("TH"), Reply(f"{F}shell\necho hello\n{F}\n"),
+        Reply(f"{F}complete\nPrinted hello with the shell.\n{F}\n"),
+    )),
     # telemetry of a run of a saved reply, sent to a collector
     "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318": Setup(otlp=True),
 }

@@ -21,6 +21,7 @@ this file. API keys (``api_key_env``) are held only in memory: nothing here is e
     telemetry_content = false     # tool arguments and results in spans, cut and redacted
     tool_packages = ["mycompany.tools"]   # packages whose modules define more tools
     near_misses = 3               # replies in a row that ran nothing, despite feedback
+    autonomous = false            # one-shot and batch runs end done only by calling complete
 
     [models."local/smollm2"]      # per model; each is sent only when set
     temperature = 0.2
@@ -154,6 +155,9 @@ class Config:
     models: Mapping[str, ModelSettings] = field(default_factory=dict)
     near_misses: int = 3
     """Replies in a row that ran nothing despite feedback before the agent gives up."""
+    autonomous: bool = False
+    """Runs nobody watches (a one-shot prompt, a batch task) end done only when the model
+    calls the complete tool; an interactive chat never does."""
     limits: Limits = field(default_factory=Limits)
     """``budget_usd``, ``budget_tokens`` and ``time_limit`` of every run."""
     path: Path | None = None
@@ -221,7 +225,8 @@ def _read_file(path: Path, explicit: bool) -> dict[str, Any]:
 TOP_LEVEL = frozenset({
     "model", "format", "tools", "max_steps", "max_tokens", "timeout", "retries", "sandbox",
     "network", "pass_env", "secrets", "telemetry", "telemetry_content", "tool_packages",
-    "near_misses", "models", "providers", "mcp", "budget_usd", "budget_tokens", "time_limit"})
+    "near_misses", "models", "providers", "mcp", "budget_usd", "budget_tokens", "time_limit",
+    "autonomous"})
 """The keys the file's top level may hold; any other is an error, never silently ignored."""
 PROVIDER_KEYS = frozenset({"kind", "base_url", "api_key_env"})
 MODEL_KEYS = frozenset({"temperature", "top_p", "stop", "max_tokens", "context_window",
@@ -273,9 +278,9 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         choices = ", ".join(policy.value for policy in SandboxPolicy)
         raise ConfigError(f"{path}: sandbox must be one of {choices}") from None
     network, telemetry = data.get("network", False), data.get("telemetry", False)
-    content = data.get("telemetry_content", False)
+    content, autonomous = data.get("telemetry_content", False), data.get("autonomous", False)
     for key, value in (("network", network), ("telemetry", telemetry),
-                       ("telemetry_content", content)):
+                       ("telemetry_content", content), ("autonomous", autonomous)):
         if not isinstance(value, bool):
             raise ConfigError(f"{path}: {key} must be true or false")
     home = env.get("FENCECALL_HOME")
@@ -299,6 +304,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         mcp_servers=_mcp_servers(data, path, env),
         models=_models(data, path),
         near_misses=int(_number(data, "near_misses", 3, path, minimum=0)),
+        autonomous=autonomous,
         limits=_limits(data, "", path),
         path=path,
     )

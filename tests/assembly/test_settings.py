@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from fencecall.assembly import NoModel, Overrides, provider, resolve
+from fencecall.assembly import NoModel, Overrides, provider, resolve, toolchain
 from fencecall.config import Config, ConfigError, load_config
 from fencecall.tools.mcp import McpServerConfig
 from fencecall.tools.runtime.sandbox import SandboxPolicy
@@ -138,3 +139,52 @@ def test_a_run_without_a_model_says_how_to_name_one(tmp_path: Path) -> None:
     config = config_in(tmp_path)
     with pytest.raises(NoModel, match="pass --model provider/name or set FENCECALL_MODEL"):
         provider(resolve(config, env=NO_ENV), config, {})
+
+
+def test_autonomous_comes_from_the_first_source_then_the_file(tmp_path: Path) -> None:
+    config = config_in(tmp_path)
+    assert resolve(config, small(), env=NO_ENV).autonomous is False
+    assert resolve(config, small(autonomous=True), env=NO_ENV).autonomous is True
+    on = replace(config, autonomous=True)
+    assert resolve(on, small(), env=NO_ENV).autonomous is True
+    assert resolve(on, Overrides(autonomous=False), small(autonomous=True),
+                   env=NO_ENV).autonomous is False
+
+
+def test_the_config_key_is_read_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    env = {"FENCECALL_CONFIG": str(path), "FENCECALL_HOME": str(tmp_path)}
+    path.write_text("autonomous = true\n")
+    assert load_config(env).autonomous is True
+    path.write_text('autonomous = "yes"\n')
+    with pytest.raises(ConfigError, match="autonomous must be true or false"):
+        load_config(env)
+
+
+def test_an_autonomous_run_gets_complete_besides_its_allowlist(tmp_path: Path) -> None:
+    config = config_in(tmp_path)
+    for tools in (("shell",), None):
+        plain = resolve(config, small(tools=tools, workspace=tmp_path), env=NO_ENV)
+        autonomous = replace(plain, autonomous=True)
+        assert "complete" not in toolchain(plain, config).names()
+        names = toolchain(autonomous, config).names()
+        assert names[-1] == "complete" and names[:-1] == toolchain(plain, config).names()
+    named = resolve(config, small(tools=("complete",), workspace=tmp_path), env=NO_ENV)
+    assert toolchain(replace(named, autonomous=True), config).names() == ["complete"]
+
+
+def test_commands_without_the_flag_are_never_autonomous(tmp_path: Path) -> None:
+    """``fencecall run``, ``tools`` and ``mcp serve`` run no model: the configuration's
+    ``autonomous`` gives them no complete tool."""
+    from fencecall.cli.arguments import build_parser
+    from fencecall.cli.options import overrides_of
+
+    on = replace(config_in(tmp_path), autonomous=True)
+    parser = build_parser()
+    for argv in (["tools"], ["run", "reply.md"], ["mcp", "serve"]):
+        assert resolve(on, overrides_of(parser.parse_args(argv)), small(),
+                       env=NO_ENV).autonomous is False
+    for argv, expected in ((["chat", "hi"], True), (["chat", "--no-autonomous", "hi"], False),
+                           (["batch", "t.jsonl", "-o", "r.jsonl"], True)):
+        assert resolve(on, overrides_of(parser.parse_args(argv)), small(),
+                       env=NO_ENV).autonomous is expected

@@ -207,3 +207,37 @@ def test_workspaces_go_with_their_results_when_asked(
         assert bad.workspace is not None and Path(bad.workspace).is_dir()
     else:
         assert bad.workspace is None
+
+
+def test_an_autonomous_task_ends_done_only_at_complete(
+        script: Script, options: BatchOptions, tmp_path: Path) -> None:
+    """``TH`` and a ``THOUGHT:`` cut short are reminded, not taken as the task's answer; the
+    complete call's summary is the result's final. Without the mode ``TH`` is the final."""
+    for task_id in ("auto", "plain"):
+        script.add(task_id, Reply("TH"), Reply("THOUGHT: `"),
+                   Reply("```shell\necho hello\n```\n"),
+                   Reply("```complete\nPrinted hello.\n```\n"))
+    [auto] = run_batch([task("auto")], dataclasses.replace(options, autonomous=True))
+    assert (auto.status, auto.final, auto.steps, auto.error) == ("done", "Printed hello.", 4,
+                                                                 None)
+    assert [(c.tool, c.outcome) for c in auto.tool_calls] == [("shell", "ok"),
+                                                              ("complete", "ok")]
+    log = [json.loads(line) for line in Path(str(auto.log)).read_text().splitlines()]
+    assert sum(r.get("metadata", {}).get("reminder") is True for r in log) == 2
+    [plain] = run_batch([task("plain")], dataclasses.replace(options, folder=tmp_path / "p"))
+    assert (plain.status, plain.final, plain.steps) == ("done", "TH", 1)
+
+
+def test_an_autonomous_task_of_non_answers_gives_up(
+        script: Script, options: BatchOptions) -> None:
+    script.add("stuck", *[Reply("TH")] * 5)
+    [stuck] = run_batch([task("stuck")], dataclasses.replace(options, autonomous=True))
+    assert (stuck.status, stuck.steps) == ("gave-up", 3)
+
+
+def test_the_config_key_makes_batch_tasks_autonomous(
+        script: Script, options: BatchOptions, tmp_path: Path) -> None:
+    script.add("cfg", Reply("TH"), Reply("```complete\nNothing to do.\n```\n"))
+    config = dataclasses.replace(options.config, autonomous=True)
+    [result] = run_batch([task("cfg")], dataclasses.replace(options, config=config))
+    assert (result.status, result.final, result.steps) == ("done", "Nothing to do.", 2)

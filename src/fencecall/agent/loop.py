@@ -6,6 +6,11 @@ reply that arrived whole is cut right after that call the same way. Native calls
 format) are collected until the stream ends. Results are appended as system messages and
 the loop continues until a reply has no call or the step limit is hit.
 
+An autonomous run (nobody reads the replies) ends done only when the model calls the complete
+tool: a reply with no call is no answer there (real replies stop short: ``TH``, a sentence
+cut off), so it gets a reminder of how to go on and how to finish, counted as the feedback
+on near misses is.
+
 A stream that breaks off (no stop reason, an unreadable event) is never taken for an answer:
 the reply is asked for again, with backoff, and reported if it keeps breaking. A reply cut at
 the output token limit is kept as cut, and the model is asked to continue it.
@@ -52,6 +57,8 @@ from ..providers import (
     Usage,
 )
 from ..providers.base import wire_texts
+from ..tools.builtin.complete import NAME as COMPLETE
+from ..tools.builtin.complete import completes, how_to_finish
 from .context import fit
 from .conversation import Conversation
 from .deadline import Bounded, DeadlinePassed
@@ -65,6 +72,8 @@ LOOPED = ("Your reply was cut: it repeated {} and was not taken as an answer. Th
           "what the task still needs, then write one step or the answer, without repeating.")
 CONTINUE = ("Your reply was cut off at the output token limit ({limit} tokens). Continue "
             "exactly where it stopped; if it was a long file, split the work into parts.")
+REMINDER = ("Your reply ran no tool and did not call complete, so the task goes on. Continue "
+            "with a tool call. {finish}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +153,10 @@ class Agent:
     A reply that ran nothing but meant to (a near miss, a malformed call, a loop) is answered
     with feedback and the loop goes on, at most ``feedback_limit`` times in a row (0: near
     misses get no feedback and end the turn like an answer).
+
+    ``autonomous``: nobody reads the replies, so only a call of the complete tool (which the
+    session's tools must hold) ends the run done; a reply without a call is reminded of it,
+    within the same ``feedback_limit`` (0: such a reply ends the run as given up).
     """
 
     def __init__(self, provider: Provider, model: str, session: Session,
@@ -154,7 +167,9 @@ class Agent:
                  sleep: Callable[[float], None] = time.sleep, feedback_limit: int = 3,
                  sampling: Sampling | None = None, compact: bool = False,
                  context_window: int | None = None, counter: TokenCounter | None = None,
-                 spend: Spend | None = None):
+                 spend: Spend | None = None, autonomous: bool = False):
+        if autonomous and session.toolchain.get(COMPLETE) is None:
+            raise ValueError(f"an autonomous agent needs the {COMPLETE} tool in its session")
         self.provider = provider
         self.model = model
         self.session = session
@@ -173,7 +188,10 @@ class Agent:
         """Counts the requests and replies the provider reports no usage for."""
         self.spend = spend or Spend(Pricing(model, provider.name, provider.url or None))
         """Every request's tokens and cost, checked against its limits before each request."""
-        self._system = system_prompt(session, self.format, compact=compact)
+        self.autonomous = autonomous
+        self._system = system_prompt(session, self.format, compact=compact,
+                                     autonomous=autonomous)
+        self._reminder = REMINDER.format(finish=how_to_finish(self.format))
         self._unlogged = Usage()
         """What requests whose stream broke cost: counted into the next reply's record."""
         self._reported = self._reported_in_history()
@@ -188,11 +206,12 @@ class Agent:
         first = len(self.conversation.messages)
         outcome = self.send(prompt)
         added = tuple(self.conversation.messages[first:])
-        answer = next((m.content for m in reversed(added) if m.role == "assistant"), "")
-        return RunResult(outcome, answer, added)
+        answer = answer_of(added)
+        return RunResult(outcome, "" if answer is None else answer, added)
 
     def send(self, prompt: str) -> Outcome:
-        """Add a user message and work until the model answers without a call."""
+        """Add a user message and work until the model answers without a call (in an
+        autonomous run: calls complete), or a limit stops it."""
         self.conversation.append(Message("user", prompt))
         with telemetry.current().turn(self.model):
             return self.resume()
@@ -225,7 +244,7 @@ class Agent:
                     self._record(system("Not run: the user interrupted the reply (Ctrl-C).",
                                         Status.INTERRUPTED).tagged(call.call_id, call.name))
                 return Outcome.INTERRUPTED
-            interrupted = told = False
+            interrupted = told = complete = False
             calls = reply.calls + reply.native
             history = tuple(self.conversation.messages)
             for result in self.session.execute_calls(reply.message, calls, reply.diagnostics,
@@ -233,8 +252,11 @@ class Agent:
                 self._record(result)
                 interrupted = interrupted or result.status is Status.INTERRUPTED
                 told = told or "diagnostic" in result.metadata
+                complete = complete or completes(result)
             if interrupted:
                 return Outcome.INTERRUPTED
+            if complete:
+                return Outcome.DONE
             if reply.looped is not None:
                 self._record(system(reply.looped, Status.ERROR, loop=True))
                 told = True
@@ -252,19 +274,33 @@ class Agent:
                                         near_miss=[miss.kind for miss in misses]))
                     told = True
             if not told:
-                return Outcome.DONE
+                if not self.autonomous:
+                    return Outcome.DONE
+                if self.feedback_limit == 0:  # no reminders: the next reply would be no other
+                    return self._give_up(0)
+                self._record(system(self._reminder, reminder=True))
             fruitless += 1
             if self.feedback_limit > 0 and fruitless >= self.feedback_limit:
-                self.conversation.append(system(
-                    f"Stopped: {fruitless} replies in a row held calls that could not run, "
-                    "despite the feedback on each.", ending=Outcome.GAVE_UP))
-                self._emit(ToolResult(self.conversation.messages[-1]))
-                return Outcome.GAVE_UP
+                return self._give_up(fruitless)
         self._emit(StepLimit(self.max_steps))
         self.conversation.append(system(
             f"Stopped after {self.max_steps} steps (the step limit).",
             ending=Outcome.STEP_LIMIT))
         return Outcome.STEP_LIMIT
+
+    def _give_up(self, replies: int) -> Outcome:
+        """End the run after ``replies`` fruitless replies in a row (0: a reply of an
+        autonomous run that ran nothing, with reminders off), saying why."""
+        if not self.autonomous:
+            why = (f"{replies} replies in a row held calls that could not run, despite the "
+                   "feedback on each.")
+        elif replies == 0:
+            why = "the reply ran no tool and did not call complete (reminders are off)."
+        else:
+            why = (f"{replies} replies in a row ran no tool and did not call complete, "
+                   "despite the feedback on each.")
+        self._record(system(f"Stopped: {why}", ending=Outcome.GAVE_UP))
+        return Outcome.GAVE_UP
 
     def _answer_unfinished(self) -> None:
         """Tell the model of calls whose results were never recorded: fencecall stopped
@@ -458,6 +494,13 @@ class Agent:
         spec = self.session.toolchain.get(call.name)
         return ToolCall(spec.name if spec else call.name, kwargs=arguments,
                         call_id=call.call_id, format=self.format.name)
+
+
+def answer_of(messages: Sequence[Message]) -> str | None:
+    """What a run came to: the summary of the complete call that ended it, else the
+    model's last reply (None: no reply)."""
+    return next((m.content for m in reversed(messages)
+                 if completes(m) or m.role == "assistant"), None)
 
 
 def _up_to(reply: str, call: ToolCall) -> str:

@@ -20,6 +20,7 @@ from ..config import Config, ConfigError, check_apart
 from ..execution import Session
 from ..secrecy import scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, HookRegistry, Toolchain
+from ..tools.builtin import complete
 from ..tools.runtime.sandbox import Sandbox, choose_sandbox
 from .settings import NO_MODEL, NoModel, RunSettings
 
@@ -85,21 +86,29 @@ def mcp_servers(env: Environment, config: Config) -> McpServers | None:
 def toolchain(settings: RunSettings, config: Config, servers: McpServers | None = None, *,
               warn: Warn | None = None) -> Toolchain:
     """The tools the settings select from the built-ins, plugins, the configured tool
-    packages and the MCP servers. Each server that fails to start says why, as a warning
+    packages and the MCP servers, and in an autonomous run the complete tool besides (the
+    only way such a run ends done). Each server that fails to start says why, as a warning
     or through ``warn``, also when the selection then fails."""
     if warn is None:
-        extra = servers.tools(settings.tools) if servers else []
-        return Toolchain.build(settings.tools, root=settings.workspace,
-                               packages=config.tool_packages, extra=extra)
+        return _selected(settings, config, servers)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            extra = servers.tools(settings.tools) if servers else []
-            return Toolchain.build(settings.tools, root=settings.workspace,
-                                   packages=config.tool_packages, extra=extra)
+            return _selected(settings, config, servers)
     finally:  # said outside the catching block, where a warning is not caught again
         for warning in caught:
             warn(str(warning.message))
+
+
+def _selected(settings: RunSettings, config: Config, servers: McpServers | None) -> Toolchain:
+    """What the allowlist selects, and complete in an autonomous run: it is off by default,
+    so an allowlist seldom names it, and without it such a run could never end done."""
+    extra = servers.tools(settings.tools) if servers else []
+    chain = Toolchain.build(settings.tools, root=settings.workspace,
+                            packages=config.tool_packages, extra=extra)
+    if settings.autonomous and chain.get(complete.NAME) is None:  # off by default
+        chain = Toolchain((*chain.tools, complete.tool))
+    return chain
 
 
 def provider(settings: RunSettings, config: Config,
@@ -177,7 +186,8 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
                  compact=settings.compact, context_window=settings.context_window,
                  counter=counter(settings, config, secrets),
                  spend=Spend(pricing(settings, model), settings.limits, account=account,
-                             wait=sleep))
+                             wait=sleep),
+                 autonomous=settings.autonomous)
 
 
 def tool_session(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,

@@ -67,6 +67,8 @@ class Overrides:
     budget_tokens: int | None = None
     time_limit: float | None = None
     """Wall-clock seconds for the whole run."""
+    autonomous: bool | None = None
+    """Nobody reads the replies: only the complete tool ends the run done."""
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> Overrides:
@@ -106,6 +108,9 @@ class RunSettings:
     limits: Limits = field(default_factory=Limits)
     price: Price | None = None
     """The model's configured price (None: ``genai-prices``' list price, if any)."""
+    autonomous: bool = False
+    """The run has nobody reading its replies: its tools include ``complete``, and only a
+    call of it ends the run done (see :class:`~fencecall.agent.Agent`)."""
 
     @property
     def model_name(self) -> str:
@@ -171,7 +176,8 @@ def resolve(config: Config, *overrides: Overrides, env: Mapping[str, str] | None
                             config.limits.tokens),
                       first(lambda o: o.time_limit, per_model.limits.time,
                             config.limits.time)),
-        price=per_model.price)
+        price=per_model.price,
+        autonomous=bool(first(lambda o: o.autonomous, config.autonomous)))
 
 
 def _format(name: str | None, configured: CallFormat) -> CallFormat:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from .. import assembly
 from ..accounting import Account, Limits
 from ..agent import Conversation
+from ..agent.loop import answer_of
 from ..agent.stats import TOKEN_KINDS, collect
 from ..assembly import Overrides, RunSettings, resolve
 from ..config import Config, check_apart
@@ -95,6 +96,9 @@ class BatchOptions:
     task_budget: Limits = field(default_factory=Limits)
     """Each task's own limits (as ``--budget-usd`` and the like of a single run: they win
     over the configuration's)."""
+    autonomous: bool | None = None
+    """A task ends done only when its model calls the complete tool, whose summary is the
+    result's ``final`` (None: the configuration's ``autonomous``)."""
 
     def __post_init__(self) -> None:
         # task workspaces are made (and removed) below the folder: the logs must not be
@@ -108,7 +112,7 @@ class BatchOptions:
                          retries=self.retries, timeout=self.request_timeout,
                          sandbox=self.sandbox, network=self.network,
                          budget_usd=self.task_budget.usd, budget_tokens=self.task_budget.tokens,
-                         time_limit=self.task_budget.time)
+                         time_limit=self.task_budget.time, autonomous=self.autonomous)
 
 
 TASKS_PER_CLIENT = 8
@@ -250,7 +254,7 @@ class Runner:
         self._lock = threading.Lock()
         self._providers: dict[tuple[str, float, int], Provider] = {}
         self._turn = 0
-        self._toolchains: dict[tuple[str, ...] | None, Toolchain] = {}
+        self._toolchains: dict[tuple[tuple[str, ...] | None, bool], Toolchain] = {}
         declared = (options.mcp_servers if options.mcp_servers is not None
                     else options.config.mcp_servers)
         self._mcp = self._mcp_servers(declared) if declared else None
@@ -289,16 +293,17 @@ class Runner:
             return self._providers[key]
 
     def _toolchain(self, settings: RunSettings) -> Toolchain:
-        """Toolchains are immutable, so tasks with one allowlist share one (tool files,
-        ``.py`` entries, are loaded from each task's own workspace)."""
+        """Toolchains are immutable, so tasks with one allowlist (and mode) share one (tool
+        files, ``.py`` entries, are loaded from each task's own workspace)."""
         config, names = self.options.config, settings.tools
         if names is not None and any(name.endswith(".py") for name in names):
             with self._lock:
                 return assembly.toolchain(settings, config, self._mcp)
+        key = (names, settings.autonomous)
         with self._lock:  # built once: the first wave of tasks all asks at the same moment
-            if names not in self._toolchains:
-                self._toolchains[names] = assembly.toolchain(settings, config, self._mcp)
-            return self._toolchains[names]
+            if key not in self._toolchains:
+                self._toolchains[key] = assembly.toolchain(settings, config, self._mcp)
+            return self._toolchains[key]
 
     def run(self, task: Task, stop: Stop) -> TaskResult:
         """Run ``task`` to its end; every failure is the result's status."""
@@ -440,7 +445,7 @@ def _result(task: Task, status: Outcome, error: str | None, messages: Sequence[M
             tokens[kind] += entry.tokens[kind]
     cost = stats.cost
     return TaskResult(
-        id=task.id, status=status, final=replies[-1].content if replies else None,
+        id=task.id, status=status, final=answer_of(messages),
         error=error, steps=len(replies), tool_calls=calls,
         tool_errors=sum(call.outcome != "ok" for call in calls), tokens=tokens,
         counted_replies=sum(entry.counted + entry.estimated for entry in stats.models.values()),

@@ -140,6 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
                       dest="prompt_mode",
                       help="system prompt form (default: compact for a context window of "
                            "8192 tokens or less, else full)")
+    chat.add_argument("--autonomous", action=argparse.BooleanOptionalAction, default=None,
+                      help="with PROMPT: only the complete tool ends the run done; a reply "
+                           "without a tool call gets a reminder (default: the config's "
+                           "autonomous; not for an interactive chat)")
     _add_tool_options(chat, None)
     chat.set_defaults(handler="fencecall.cli.chat_cmd:run")
 
@@ -211,6 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "(repeatable)")
     batch.add_argument("--max-steps", type=_at_least(1), metavar="N",
                        help="model replies per task, for tasks that say not")
+    batch.add_argument("--autonomous", action=argparse.BooleanOptionalAction, default=None,
+                       help="a task ends done only when its model calls the complete tool, "
+                            "whose summary is the result's final; a reply without a tool "
+                            "call gets a reminder (default: the config's autonomous)")
     batch.add_argument("--max-tokens", type=_at_least(1), metavar="N",
                        help="output tokens asked of the model per reply")
     batch.add_argument("--timeout", type=_at_least(0.001, float), metavar="SECONDS",

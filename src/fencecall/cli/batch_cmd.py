@@ -73,6 +73,7 @@ def _batch(args: argparse.Namespace) -> int:
         config, folder, model=flags.model, tools=flags.tools, format=flags.format,
         max_steps=flags.max_steps, timeout=args.task_timeout, concurrency=args.concurrency,
         sandbox=sandbox.policy.value, network=flags.network, yes=args.yes,
+        autonomous=flags.autonomous,
         retries=flags.retries, request_timeout=flags.timeout,
         max_tokens=flags.max_tokens, secrets=secrets, mcp_servers=defaults.mcp_servers,
         keep_workspaces=args.keep_workspaces,

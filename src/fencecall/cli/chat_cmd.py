@@ -1,7 +1,9 @@
 """``fencecall [PROMPT]`` / ``fencecall chat``: talk to a model that uses tools.
 
 With a prompt it works until the model is done and exits; without one it opens an
-interactive chat (prompt_toolkit input with history, rich rendering, slash commands).
+interactive chat (prompt_toolkit input with history, rich rendering, slash commands). A run
+with a prompt may be autonomous (``--autonomous``, config ``autonomous``: only the complete
+tool ends it done); a chat never is, since the person in it decides when the task is done.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from shlex import quote
 from typing import Any
@@ -203,6 +205,12 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
     """The agent the command line asks for: its settings from the flags, then a resumed
     log's, then the environment and the configuration."""
     flags = overrides_of(args)
+    if _interactive(args):
+        if args.autonomous:
+            raise UserError("--autonomous is for a prompt given on the command line or on "
+                            "stdin (or fencecall batch): in an interactive chat you decide "
+                            "when the task is done")
+        flags = replace(flags, autonomous=False)
     resumed, restored = _resumed(args, config, flags)
     settings = resolve(config, flags, restored, ask_server=True)
     if settings.model is None:
@@ -220,6 +228,11 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
 
     return assemble(settings, config, confirm=choose_confirm(console, yes=args.yes),
                     conversation=logged, on_event=display, warn=warn)
+
+
+def _interactive(args: argparse.Namespace) -> bool:
+    """Whether the command opens a chat: no prompt, neither as arguments nor on stdin."""
+    return not args.prompt and sys.stdin.isatty()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,7 +15,10 @@ from ..tools.mcp import DeclarationError, McpServerConfig, from_command_line
 
 
 def overrides_of(args: argparse.Namespace) -> Overrides:
-    """The settings the flags of ``args`` set (None where a flag was not given)."""
+    """The settings the flags of ``args`` set (None where a flag was not given). A command
+    without ``--autonomous`` (``run``, ``tools``, ``mcp serve``) runs no model of its own, so
+    it is never autonomous: the complete tool is not among its tools, whatever the
+    configuration says."""
 
     def flag(name: str) -> Any:
         return getattr(args, name, None)
@@ -31,7 +34,8 @@ def overrides_of(args: argparse.Namespace) -> Overrides:
         prompt=flag("prompt_mode"), timeout=flag("timeout"), workspace=flag("workspace"),
         roots=tuple(flag("root") or ()), sandbox=flag("sandbox"), network=flag("network"),
         mcp=mcp_declarations_of(args), budget_usd=flag("budget_usd"),
-        budget_tokens=flag("budget_tokens"), time_limit=flag("time_limit"))
+        budget_tokens=flag("budget_tokens"), time_limit=flag("time_limit"),
+        autonomous=flag("autonomous") if "autonomous" in vars(args) else False)
 
 
 def mcp_declarations_of(args: argparse.Namespace) -> tuple[McpServerConfig, ...]:
