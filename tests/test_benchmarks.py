@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from benchmarks import file_access, gptme_adapter, run, targets
+from benchmarks import file_access, gptme_adapter, real_replies, run, targets
 from benchmarks.inputs import SHAPES, reply_ending_in_a_call
 from benchmarks.timing import compare
 
-from fencecall import StreamParser, parse_calls
+from fencecall import StreamParser, Toolchain, parse_calls
 
 
 @pytest.mark.parametrize("fmt", sorted(SHAPES))
@@ -109,3 +110,59 @@ def test_file_access_rows_compare_each_way_of_opening() -> None:
     names = [str(row["case"]) for row in rows]
     assert "read deep: by descriptor" in names and "tool call: save deep" in names
     assert all(row["x by name"] for row in rows if "by descriptor" in str(row["case"]))
+
+
+def test_real_replies_compares_a_call_with_what_the_agent_ran() -> None:
+    toolchain = Toolchain.build(list(real_replies.TOOLS))
+
+    def judged(agent: str, text: str, ref: Mapping[str, object], fmt: str = "markdown") -> str:
+        reply = real_replies.Reply(1, "m", agent, text, ref)
+        reading = real_replies.Reader(fmt, toolchain).read(text)
+        return real_replies.judge(reply, reading, toolchain).outcome
+
+    ran = {"action": "ls -la", "error": None}
+    assert judged("mini-swe-agent bash", "Look.\n\n```bash\nls -la  \n```\n", ran) == "same call"
+    assert judged("mini-swe-agent bash", "```bash\nls\n```\n", ran) == "wrong call"
+    erred = {"action": None, "error": "FormatError: found 2 actions"}
+    assert judged("mini-swe-agent bash", "```bash\nls\n```\n```bash\npwd\n```\n",
+                  erred) == "call, ref erred"
+    assert judged("mini-swe-agent bash", "Nothing to run.", erred) == "quiet"
+    native = {"n_tool_calls": 1, "error": None}
+    assert judged("mini-swe-agent toolcall (native)", "```sh\nls\n```\n", native) == "wrong call"
+    view = {"function": "str_replace_editor", "error": None,
+            "action": "str_replace_editor view /a.py  --view_range 1 50"}
+    written = ("<tool_call>\n<function=str_replace_editor>\n<parameter=command>view</parameter>\n"
+               "<parameter=path>/a.py</parameter>\n<parameter=view_range>[1, 50]</parameter>\n"
+               "</function>\n</tool_call>\n")
+    assert judged("SWE-agent xml_function_calling", written, view, "qwen3-coder") == "same call"
+    assert judged("SWE-agent xml_function_calling", written.replace("50", "60"), view,
+                  "qwen3-coder") == "wrong call"
+    assert real_replies.call_like("```\npython x.py\n```\n", toolchain) == \
+        "bare ``` block starting 'python x.py'"
+    assert real_replies.call_like("<function=bash>\n</function>", toolchain) == "<function="
+    assert real_replies.call_like("````md\n```bash\nls\n```\n````\n@shell(", toolchain) == "@shell("
+    assert real_replies.call_like("Use ```bash``` inline; ```text\nls\n```", toolchain) is None
+
+
+def test_real_replies_table_adds_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    if not real_replies.CORPUS.is_file():
+        pytest.skip(f"no real-replies corpus at {real_replies.CORPUS} (../shared beside the "
+                    "clone)")
+    saved = tmp_path / "real.json"
+    real_replies.main(["--limit", "4", "--budget", "0.01", "--json", str(saved)])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith("# python -m benchmarks.real_replies, ") and "cores" in out[0]
+    assert "20 replies" in out[0] and out[1] == ""
+    rows = json.loads(saved.read_text())["rows"]
+    table = out[2:]
+    assert len(table) == 2 + len(rows) == 2 + 7  # header, rule, 6 model rows and the total
+    assert all(line.count("|") == len(real_replies.COLUMNS) + 1 for line in table)
+    for row in rows:
+        assert sum(row[outcome] for outcome in real_replies.OUTCOMES) == row["replies"]
+        assert row["agrees"] <= row["replies"] and row["MB/s median"] > 0
+    *models, total = rows
+    assert {row["format"] for row in models} == {"markdown", "qwen3-coder", "auto"}
+    firsts = [row for row in models if row["format"] != "auto"]
+    for column in ("replies", *real_replies.OUTCOMES, "agrees", "stream diffs"):
+        assert total[column] == sum(row[column] for row in firsts)
+    assert total["replies"] == 20  # the first 4 replies of each of the 5 models
