@@ -1,7 +1,7 @@
 """No call is lost in silence: over generated replies (calls in backtick and tilde fences,
 nested examples of both kinds, thinking, fences with junk after them, unclosed blocks,
-prose), every block that names a runnable tool runs, or the model is told (a diagnostic
-about a tool, or near-miss feedback), read whole and streamed alike. And the cases of the
+prose), every block that a markdown viewer shows and that names a runnable tool runs, or a
+diagnostic names it to the model, read whole and streamed alike. And the cases of the
 grammar's edges, each as a markdown viewer shows it."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from fencecall import Message, Session, StreamParser, Toolchain, auto_yes, parse
 from fencecall.agent.near_miss import near_misses
 from fencecall.execution import resolve
 from fencecall.parsing import Diagnostic, ToolCall
+from fencecall.parsing.scanner import _holds_files, _is_langtag
 
 TOOLS = Toolchain.build(["shell", "save", "append", "read", "ipython"])
 F = "```"
@@ -61,14 +62,56 @@ def _streamed(text: str, size: int) -> tuple[list[ToolCall], list[Diagnostic]]:
     return calls + parser.finish(), parser.diagnostics
 
 
-def _heard(text: str, calls: list[ToolCall], diagnostics: list[Diagnostic]) -> bool:
-    """What the agent does with a reply: it runs a call, or tells the model something."""
-    if any(resolve(call, TOOLS) is not None for call in calls):
-        return True
-    if any(not d.codeblock or (d.name is not None and resolve(ToolCall(d.name), TOOLS))
-           for d in diagnostics):
-        return True
-    return bool(near_misses(text, "markdown", TOOLS))
+def _viewer_openers(text: str) -> set[int]:
+    """The lines (0-based) where a person reading the markdown sees a block open: CommonMark's
+    fence rules (a fence of the other kind, a shorter one or one with text after it is
+    content; a bare one closes), with fencecall's departures from them, which the README
+    states: a document (a ``.md`` file, ``markdown``, a path) holds fenced examples (a
+    langtag fence, or a bare one followed by a line of text, opens one), a bare fence longer
+    than the opener is content, and a fence with thinking glued to it is thinking outside a
+    block and closes a block of its exact length."""
+    openers: set[int] = set()
+    open_char, open_count, document, nested = "", 0, False, 0
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        stripped = line.lstrip(" \t")
+        char = stripped[:1]
+        if char not in ("`", "~"):
+            continue
+        info = stripped.lstrip(char)
+        count = len(stripped) - len(info)
+        thinking = info.lstrip().startswith(("<think>", "<thinking>", "think>", "thinking>"))
+        if count < 3 or (char == "`" and "`" in info):
+            continue
+        if not open_char:
+            if not thinking:
+                open_char, open_count = char, count
+                document, nested = _holds_files(info.strip()), 0
+                openers.add(number)
+        elif char != open_char or count < open_count:
+            continue
+        elif document and _is_langtag(info):
+            nested += 1  # an example in a document
+        elif document and not info.strip() and count == open_count and not nested \
+                and number + 1 < len(lines) and lines[number + 1].strip() \
+                and not lines[number + 1].lstrip().startswith(("```", "~~~")):
+            nested += 1  # a bare example: a line of text follows
+        elif not info.strip() and nested:
+            nested -= 1
+        elif count == open_count and (not info.strip() or thinking):
+            open_char = ""  # (a longer bare fence is content, as fencecall reads it)
+    return openers
+
+
+def _silent(text: str, tool: str, line: int, calls: list[ToolCall],
+            diagnostics: list[Diagnostic]) -> bool:
+    """Whether the block naming ``tool`` that opens on ``line`` (0-based) neither ran nor
+    was named to the model."""
+    start = sum(len(before) + 1 for before in text.split("\n")[:line])
+    start += len(text[start:]) - len(text[start:].lstrip(" \t"))
+    if any(c.start == start and resolve(c, TOOLS) is not None for c in calls):
+        return False
+    return not any(d.line == line + 1 and d.name == tool for d in diagnostics)
 
 
 @settings(max_examples=400, deadline=None)
@@ -77,9 +120,12 @@ def test_a_reply_that_names_a_runnable_tool_is_never_silent(
         segments: list[tuple[str, str]], size: int) -> None:
     text = "\n".join(part for part, _ in segments) + "\n"
     parsed = parse(text)
-    meant = [tool for _, tool in segments if tool]
-    if meant:
-        assert _heard(text, parsed.calls, parsed.diagnostics), text
+    openers = _viewer_openers(text)
+    line = 0
+    for part, tool in segments:
+        if tool and line in openers:  # a block a person sees, naming a runnable tool
+            assert not _silent(text, tool, line, parsed.calls, parsed.diagnostics), text
+        line += part.count("\n") + 1
     calls, diagnostics = _streamed(text, size)
     assert calls == parsed.calls
     assert diagnostics == parsed.diagnostics
@@ -116,17 +162,20 @@ def test_a_call_inside_a_block_that_never_closes_is_reported() -> None:
 
 def test_a_call_written_inside_another_block_is_named_unless_that_block_ran(
         tmp_path: Path) -> None:
-    shown = f"Usage:\n~~~\n{F}shell\nls\n{F}\n~~~\n"
-    [note] = parse(shown).diagnostics
-    assert (note.kind, note.name, note.line) == ("swallowed", "shell", 3)
-    assert "inside a bare ~~~ block opened on line 2" in note.message
-    heredoc = f"{F}shell\ncat > a.md <<'EOF'\n~~~shell\nls\n~~~\nEOF\n{F}\n"
+    # a markdown viewer ends the outer block at line 5 and shows the `pwd` block on its own
+    shown = f"Usage:\n{F}\n{F}shell\nls\n{F}\n{F}shell\npwd\n{F}\n{F}\n"
+    notes = parse(shown).diagnostics
+    assert [(n.kind, n.name, n.line) for n in notes] == [("swallowed", "shell", 3),
+                                                         ("swallowed", "shell", 6)]
+    assert "inside a bare ``` block opened on line 2" in notes[1].message
+    assert parse(f"{F}\n~~~shell\nls\n~~~\n{F}\n").diagnostics == []  # content to a viewer
+    heredoc = f"{F}shell\ncat > a.md <<'EOF'\n{F}shell\nls\n{F}\nEOF\n{F}\n"
     parsed = parse(heredoc)
     assert [d.name for d in parsed.diagnostics] == ["shell"]  # the parser cannot know...
     with Session(TOOLS, workspace=tmp_path, confirm=auto_yes) as session:
         results = list(session.execute_calls(Message("assistant", heredoc), parsed.calls,
                                              parsed.diagnostics))
-    assert (tmp_path / "a.md").read_text() == "~~~shell\nls\n~~~\n"
+    assert (tmp_path / "a.md").read_text() == f"{F}shell\nls\n{F}\n"
     assert not any("diagnostic" in r.metadata for r in results)  # ...the agent does
     document = f"{F}markdown\n# Use\n{F}shell\nls\n{F}\n{F}\n"
     assert parse(document).diagnostics == []  # a document's examples are its text

@@ -20,10 +20,10 @@ Fence rules (see ``docs`` in the README for examples):
 * Thinking glued to a fence (```` ```<think> ````, Gemini's ```` ```thinking> ````) is thinking:
   outside blocks it opens a thinking section, and at the length that closes the block it
   closes the block and the thinking is read after it.
-* A block written inside another (nested, or a fence of the other kind) is that block's text:
-  it does not run, and a diagnostic names it (its start: the outer block's), unless the outer
-  block holds documents, where examples are expected. The agent drops the diagnostic when the
-  outer block itself ran.
+* A block nested in another is that block's text: it does not run. Where the outer block is
+  no document (where examples are expected), a markdown viewer would have ended it at the
+  nested block's closing fence, so each langtag block in it is named by a diagnostic (its
+  start: the outer block's); the agent drops it when the outer block itself ran.
 * Whether such a bare fence opens or closes is decided by the following line, but only for
   blocks that hold documents (a ``markdown``/``md`` langtag or a ``.md`` path, or a block that
   already held a nested one): there a bare fence followed by a line of text opens a nested
@@ -242,10 +242,11 @@ def _is_langtag(info: str) -> bool:
     return _LANGTAG_WORD.match(info.strip()) is not None
 
 
-def _holds_examples(content: str, lang: str) -> bool:
-    """Whether a block that is not a document may hold examples of blocks: fences in its
-    content (each is reported, as it did not run; a document's examples are its text)."""
-    return ("```" in content or "~~~" in content) and not (lang and _holds_files(lang))
+def _held_examples(fence: _Fence) -> bool:
+    """Whether a block that is no document held nested blocks: a markdown viewer ends it
+    at the first bare fence, so the blocks after that are its text only in our reading, and
+    each is reported (a document's examples are its text)."""
+    return fence.container and not (fence.lang and _holds_files(fence.lang))
 
 
 def _name_and_argline(lang: str) -> tuple[str, str]:
@@ -712,7 +713,7 @@ class Scanner:
         else:
             content = ""
             close = self._offset
-        if self._blocks == "call" and _holds_examples(content, fence.lang):
+        if self._blocks == "call" and _held_examples(fence):
             self._report_swallowed(fence, fence.marker[0] * fence.ticks, content)
         self._offset = close + len(line) + 1
         self._lines += 1
@@ -1032,10 +1033,9 @@ class Scanner:
                 if blocks == "codeblock":
                     out.append(Codeblock(lang, content, start))
                 else:
-                    if _holds_examples(content, lang):
-                        fence = held if held is not None and held.start == start else \
-                            _Fence(ticks, lang, start, body, container, 0, [])
-                        self._report_swallowed(fence, "`" * ticks, content)
+                    if container and held is not None and held.start == start \
+                            and _held_examples(held):  # a block that held nested ones
+                        self._report_swallowed(held, "`" * ticks, content)
                     if lang:
                         name, argline = _name_and_argline(lang)
                         out.append(ToolCall(name, argline, content, None, None, start, FENCED,
@@ -1114,7 +1114,7 @@ class Scanner:
         """Close ``fence`` at the fence line starting at ``line_start`` (ending at
         ``line_end``, when the caller knows)."""
         content = self._slice(fence.body, line_start - 1) if line_start - 1 > fence.body else ""
-        if self._blocks == "call" and _holds_examples(content, fence.lang):
+        if self._blocks == "call" and _held_examples(fence):
             self._report_swallowed(fence, fence.marker[0] * fence.ticks, content)
         self._fence = None
         self._mode = _OUTSIDE
