@@ -84,7 +84,9 @@ def dense_tokens(text: str) -> list[str]:
 
 def _input_text(body: dict[str, Any]) -> list[str]:
     """The texts of a chat request the server reads: system prompt, messages, tools."""
-    texts = [body["system"]] if isinstance(body.get("system"), str) else []
+    system = body.get("system")
+    texts = [system] if isinstance(system, str) else [
+        block.get("text", "") for block in system or () if isinstance(block, dict)]
     for message in body.get("messages", []):
         content = message.get("content")
         if isinstance(content, str):
@@ -110,7 +112,8 @@ class FakeModelServer:
                  respond: Responder | None = None,
                  models: list[dict[str, Any]] | None = None,
                  props: dict[str, Any] | None = None, keep_alive: bool = False,
-                 tokenizer: Tokenizer | None = None, template_tokens: int = 0):
+                 tokenizer: Tokenizer | None = None, template_tokens: int = 0,
+                 window: int | None = None):
         self.replies = list(replies or ())
         self.keep_alive = keep_alive
         """Stream with chunked encoding and keep the connection for the next request, as
@@ -124,6 +127,12 @@ class FakeModelServer:
         """With a tokenizer the server serves ``POST /tokenize`` (vLLM's and llama.cpp's
         bodies) and Anthropic's ``POST /v1/messages/count_tokens``, reports usage by its own
         count, and counts what each request billed."""
+        self.window = window
+        """With a tokenizer: the model's context window, enforced as vLLM and OpenAI do (a
+        request whose input and ``max_tokens`` exceed it gets HTTP 400, "maximum context
+        length"), and listed as ``max_model_len`` by ``/tokenize``."""
+        self.over_window: list[Served] = []
+        """The requests refused for exceeding the window."""
         self.template_tokens = template_tokens
         """Tokens the chat template adds to each request's input (a default system prompt)."""
         self.requests: list[Served] = []
@@ -163,6 +172,18 @@ class FakeModelServer:
                     self._tokenize(body)
                     return
                 served = Served(self.path, body, {k.lower(): v for k, v in self.headers.items()})
+                if server.window is not None and server.tokenizer is not None:
+                    asked = server.input_tokens(body)
+                    most = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+                    if asked + most > server.window:
+                        with server._lock:
+                            server.over_window.append(served)
+                        self._error(Reply(status=400), message=(
+                            f"This model's maximum context length is {server.window} tokens. "
+                            f"However, you requested {asked + most} tokens ({asked} in the "
+                            f"messages, {most} in the completion). Please reduce the length "
+                            "of the messages or completion."))
+                        return
                 respond = server.respond
                 with server._lock:
                     server.requests.append(served)
@@ -235,7 +256,7 @@ class FakeModelServer:
                 tokens = server.tokenizer(text)
                 found: dict[str, Any] = {"tokens": list(range(len(tokens)))}
                 if "prompt" in body:  # vLLM's answer
-                    found.update(count=len(tokens), max_model_len=4096)
+                    found.update(count=len(tokens), max_model_len=server.window or 4096)
                 self._json(found)
 
             def _count_tokens(self, body: dict[str, Any]) -> None:
@@ -263,9 +284,11 @@ class FakeModelServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _error(self, reply: Reply) -> None:
-                payload = json.dumps({"error": {"message": f"fake error {reply.status}",
-                                                "type": "fake"}}).encode()
+            def _error(self, reply: Reply, message: str | None = None) -> None:
+                payload = json.dumps({"error": {
+                    "message": message or f"fake error {reply.status}",
+                    "type": "invalid_request_error" if message else "fake",
+                    "code": "context_length_exceeded" if message else None}}).encode()
                 self.send_response(reply.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

@@ -22,6 +22,7 @@ this file. API keys (``api_key_env``) are held only in memory: nothing here is e
     tool_packages = ["mycompany.tools"]   # packages whose modules define more tools
     near_misses = 3               # replies in a row that ran nothing, despite feedback
     autonomous = false            # one-shot and batch runs end done only by calling complete
+    compaction = "summary"        # or "drop", "off": a history that outgrows the window
 
     [models."local/smollm2"]      # per model; each is sent only when set
     temperature = 0.2
@@ -106,6 +107,9 @@ class Sampling:
 
 
 PromptMode = Literal["full", "compact"]
+Compaction = Literal["summary", "drop", "off"]
+"""How a conversation that outgrows the context window is kept inside it: older exchanges
+replaced by the model's summary, or left out, or nothing (requests go as they are)."""
 PROMPT_MODES: tuple[PromptMode, ...] = get_args(PromptMode)
 COMPACT_BELOW = 8192
 """A context window of at most this many tokens gets the compact prompt unless told."""
@@ -160,6 +164,7 @@ class Config:
     calls the complete tool; an interactive chat never does."""
     limits: Limits = field(default_factory=Limits)
     """``budget_usd``, ``budget_tokens`` and ``time_limit`` of every run."""
+    compaction: Compaction = "summary"
     path: Path | None = None
     """The configuration file this was read from (or would have been, had it existed)."""
 
@@ -226,7 +231,7 @@ TOP_LEVEL = frozenset({
     "model", "format", "tools", "max_steps", "max_tokens", "timeout", "retries", "sandbox",
     "network", "pass_env", "secrets", "telemetry", "telemetry_content", "tool_packages",
     "near_misses", "models", "providers", "mcp", "budget_usd", "budget_tokens", "time_limit",
-    "autonomous"})
+    "autonomous", "compaction"})
 """The keys the file's top level may hold; any other is an error, never silently ignored."""
 PROVIDER_KEYS = frozenset({"kind", "base_url", "api_key_env"})
 MODEL_KEYS = frozenset({"temperature", "top_p", "stop", "max_tokens", "context_window",
@@ -283,6 +288,10 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
                        ("telemetry_content", content), ("autonomous", autonomous)):
         if not isinstance(value, bool):
             raise ConfigError(f"{path}: {key} must be true or false")
+    compaction = data.get("compaction", "summary")
+    if compaction not in get_args(Compaction):
+        raise ConfigError(f"{path}: compaction must be one of "
+                          f"{', '.join(get_args(Compaction))}")
     home = env.get("FENCECALL_HOME")
     return Config(
         model=data.get("model"),
@@ -306,6 +315,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         near_misses=int(_number(data, "near_misses", 3, path, minimum=0)),
         autonomous=autonomous,
         limits=_limits(data, "", path),
+        compaction=compaction,
         path=path,
     )
 

@@ -97,14 +97,17 @@ def from_record(record: Mapping[str, Any]) -> Message | None:
         return None
     if "tool_calls" in metadata and not _readable_calls(metadata["tool_calls"]):
         return None
-    reply = _reply(metadata) if role == "assistant" else None
+    # a reply, or a compaction, which carries the record of the summary request it made
+    reply = _reply(metadata) if role == "assistant" or isinstance(
+        metadata.get("compaction"), dict) else None
     tool = _text(metadata.get("tool"))
     status_word = metadata.get("status")
     ending = _OUTCOMES.get(_text(metadata.get("ending")) or "")
     if ending is None and status_word in ("step-limit", "gave-up"):  # how 0.1 said it
         ending = _OUTCOMES[status_word]
     exit_code = metadata.get("exit_code")
-    typed = _RESULT_KEYS if role == "system" else _REPLY_KEYS if reply is not None else ()
+    typed = ((*_RESULT_KEYS, *(_REPLY_KEYS if reply is not None else ()))
+             if role == "system" else _REPLY_KEYS if reply is not None else ())
     return Message(
         cast(Role, role), content, call_id, time,
         {key: value for key, value in metadata.items() if key not in typed},

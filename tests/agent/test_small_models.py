@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.agent import Agent, Conversation, Outcome, near_misses
-from fencecall.agent.context import ContextOverflow, fit
+from fencecall.agent.context import boundary
 from fencecall.agent.prompt import system_prompt
 from fencecall.agent.repetition import RepetitionGuard
 from fencecall.config import Sampling
@@ -184,18 +184,11 @@ def _messages(count: int, size: int) -> list[Message]:
     return found
 
 
-def test_history_is_trimmed_whole_exchanges_to_fit() -> None:
+def test_a_compaction_replaces_whole_exchanges_and_keeps_the_latest() -> None:
     messages = _messages(20, 300)
-    kept = fit("system prompt", messages, window=2048, reply_tokens=512)
-    assert kept[0] == messages[0] and kept[-1] == messages[-1]
-    assert "earlier messages were left out" in kept[1].content
-    assert kept[2].role == "assistant"  # a reply and its results are kept or left out together
-    assert sum(len(m.content) for m in kept) / 3 < 2048 - 512
-    assert fit("p", messages[:3], window=100_000, reply_tokens=512) == tuple(messages[:3])
-
-
-def test_what_cannot_fit_is_a_clear_error() -> None:
-    with pytest.raises(ContextOverflow, match=r"system prompt .* do not fit"):
-        fit("p" * 9000, [], window=2048, reply_tokens=512)
-    with pytest.raises(ContextOverflow, match="the task and the latest exchange"):
-        fit("p", [Message("user", "t" * 9000)], window=2048, reply_tokens=512)
+    costs = [len(m.content) // 3 + 4 for m in messages]
+    end = boundary(messages, costs, keep=400)
+    assert end is not None and messages[end].role == "assistant"  # a reply and its results
+    assert sum(costs[end:]) <= 400 < sum(costs[end - 2 :])
+    assert boundary(messages, costs, keep=10) == len(messages) - 2  # the latest stays whole
+    assert boundary(messages[:3], costs[:3], keep=10) is None  # nothing before it to replace

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.assembly import NoModel, Overrides, provider, resolve, toolchain
+from fencecall.assembly.settings import DEFAULT_WINDOW
 from fencecall.config import Config, ConfigError, load_config
 from fencecall.tools.mcp import McpServerConfig
 from fencecall.tools.runtime.sandbox import SandboxPolicy
@@ -116,7 +117,12 @@ def test_derived_rules_reply_share_compact_prompt_and_the_servers_window(
     settings = resolve(config, other, env=NO_ENV, ask_server=True, served=served)
     assert asked == [(config.providers["local"].base_url, "other")]
     assert (settings.context_window, settings.max_tokens, settings.compact) == (2048, 512, True)
-    assert resolve(config, other, env=NO_ENV, served=served).context_window is None  # not asked
+    unasked = resolve(config, other, env=NO_ENV, served=served)
+    assert unasked.context_window == DEFAULT_WINDOW  # not asked: the default, stated
+    off = resolve(config, Overrides(model="local/other", compaction="off"), env=NO_ENV)
+    assert off.context_window is None  # nothing to keep inside a window
+    hosted = resolve(config, Overrides(model="openai/gpt-4o"), env=NO_ENV)
+    assert hosted.context_window == 128_000  # genai-prices' model table
     resolve(config, small(), env=NO_ENV, ask_server=True, served=served)  # configured
     assert len(asked) == 1
     flagged = resolve(config, Overrides(model="local/other", context_window=32000,

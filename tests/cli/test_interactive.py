@@ -60,3 +60,37 @@ def test_mcp_slash_command_shows_the_servers(tmp_path: Path, workspace: Path) ->
             child.expect(pexpect.EOF)
         finally:
             child.close(force=True)
+
+
+def test_compact_slash_command_replaces_older_exchanges_by_a_summary(
+        tmp_path: Path, workspace: Path) -> None:
+    fence = "```"
+    replies = [Reply(f"{fence}shell\necho one\n{fence}\n"), Reply("First done."),
+               Reply(f"{fence}shell\necho two\n{fence}\n"), Reply("Second done."),
+               Reply("Summary: echoed one and two."), Reply("Third answer.")]
+    with FakeModelServer(replies) as server:
+        env = cli_env(tmp_path, server.openai_url, TERM="xterm", COLUMNS="200", LINES="50",
+                      NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1")
+        child = pexpect.spawn(sys.executable, ["-m", "fencecall.cli.main", "--model", "local/m",
+                                               "--name", "long", "-y", "--workspace",
+                                               str(workspace)],
+                              env=env, encoding="utf-8", timeout=30, dimensions=(50, 200))
+        try:
+            child.expect("Ctrl-D to leave")
+            child.sendline("echo one")
+            child.expect("First done.")
+            child.sendline("echo two")
+            child.expect("Second done.")
+            child.sendline("/compact")
+            child.expect(r"Compacted: \[Summary of \d+ earlier messages")
+            child.sendline("and now?")
+            child.expect("Third answer.")
+            child.sendline("/exit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+    summary_request, after = server.requests[4], server.requests[5]
+    assert "will be replaced by your summary" in summary_request.body["messages"][-1]["content"]
+    sent = [m["content"] for m in after.body["messages"]][1:]  # after the system prompt
+    assert sent[0] == "echo one" and "Summary: echoed one and two." in sent[1]
+    assert "echo one" not in "".join(sent[2:]) and sent[-1] == "and now?"

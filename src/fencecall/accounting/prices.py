@@ -79,3 +79,18 @@ class Pricing:
     @property
     def known(self) -> bool:
         return self.cost(Usage(1, 1)) is not None
+
+
+def listed_window(model: str, provider: str, url: str | None = None) -> int | None:
+    """The context window ``genai-prices``' model table gives ``model`` (None where it does
+    not list it, or for a model served on this machine)."""
+    if url and is_local(url):
+        return None
+    from genai_prices import data_snapshot  # imported only when asked: it is large
+
+    try:
+        _, info = data_snapshot.get_snapshot().find_provider_model(
+            model, None, None if url else provider, url)
+    except (LookupError, ValueError):
+        return None
+    return info.context_window

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import telemetry
 from ..accounting import (
@@ -33,7 +33,8 @@ from ..accounting import (
     TokenCounter,
     request_tokens,
 )
-from ..config import Sampling
+from ..accounting.tokens import MESSAGE_OVERHEAD
+from ..config import Compaction, Sampling
 from ..execution import Session, resolve
 from ..message import Message, NativeCallRecord, Outcome, ReplyRecord, Status, system
 from ..parsing import (
@@ -59,13 +60,24 @@ from ..providers import (
 from ..providers.base import wire_texts
 from ..tools.builtin.complete import NAME as COMPLETE
 from ..tools.builtin.complete import completes, how_to_finish
-from .context import fit
+from .context import (
+    KEEP_SHARE,
+    SUMMARY_REQUEST,
+    ContextOverflow,
+    Window,
+    boundary,
+    compaction_message,
+    head_length,
+    view,
+)
 from .conversation import Conversation
 from .deadline import Bounded, DeadlinePassed
 from .near_miss import feedback, near_misses
 from .prompt import system_prompt
 from .repetition import RepetitionGuard
 
+_UNKNOWN = 1 << 40
+"""The window of a run that keeps none (compaction off): only ``/compact`` compacts it."""
 UNFINISHED = ("No result was recorded for this call: fencecall stopped while it was running "
               "(or before it started). It may have run in part; check before repeating it.")
 LOOPED = ("Your reply was cut: it repeated {} and was not taken as an answer. Think about "
@@ -166,8 +178,9 @@ class Agent:
                  retries: int = 2, backoff: float = 1.0, on_event: EventSink | None = None,
                  sleep: Callable[[float], None] = time.sleep, feedback_limit: int = 3,
                  sampling: Sampling | None = None, compact: bool = False,
-                 context_window: int | None = None, counter: TokenCounter | None = None,
-                 spend: Spend | None = None, autonomous: bool = False):
+                 context_window: int | None = None, compaction: Compaction = "summary",
+                 counter: TokenCounter | None = None, spend: Spend | None = None,
+                 autonomous: bool = False):
         if autonomous and session.toolchain.get(COMPLETE) is None:
             raise ValueError(f"an autonomous agent needs the {COMPLETE} tool in its session")
         self.provider = provider
@@ -184,6 +197,9 @@ class Agent:
         self.feedback_limit = feedback_limit
         self.sampling = sampling or Sampling()
         self.context_window = context_window
+        self.window = (Window(context_window, max_tokens, compaction)
+                       if context_window is not None and compaction != "off" else None)
+        """Where requests are kept inside the window (None: they are sent as they are)."""
         self.counter: TokenCounter = counter or Estimate()
         """Counts the requests and replies the provider reports no usage for."""
         self.spend = spend or Spend(Pricing(model, provider.name, provider.url or None))
@@ -222,7 +238,7 @@ class Agent:
         self.session.deadline = self.spend.deadline
         fruitless = 0
         for _ in range(self.max_steps):
-            request = self._request()
+            request = self._fitted()
             refused = self._refusal(request)
             if refused is not None:
                 ending = Outcome.TIME_LIMIT if refused.kind == "time-limit" else Outcome.BUDGET
@@ -333,11 +349,118 @@ class Agent:
         fmt = self.format
         tools = tuple(spec.function_schema(fmt) for spec in self.session.toolchain.tools
                       if spec.is_runnable) if fmt.native else ()
-        messages = tuple(self.conversation.messages if history is None else history)
-        if self.context_window is not None:
-            messages = fit(self._system, messages, self.context_window, self.max_tokens)
+        messages = view(self.conversation.messages if history is None else history)
         return ChatRequest(self.model, self._system, messages, tools, self.max_tokens,
                            self.sampling)
+
+    def _fitted(self) -> ChatRequest:
+        """The next request, inside the window: when it would not fit, the conversation is
+        compacted first (see :mod:`.context`)."""
+        request = self._request()
+        window = self.window
+        if window is None or self._next_input(request) <= window.budget:
+            return request
+        self.compact()
+        request = self._request()
+        needed = self._next_input(request)
+        if needed > window.budget:
+            fixed = self._next_input(replace(request, messages=request.messages[:0]))
+            if fixed > window.budget:
+                raise ContextOverflow(
+                    f"the system prompt (about {fixed} tokens) and a reply of up to "
+                    f"{window.reply_tokens} tokens do not fit the context window of "
+                    f"{window.size} tokens; use --prompt compact, fewer tools (--tools), or a "
+                    "smaller --max-tokens")
+            raise ContextOverflow(
+                f"the task and the latest exchange need about {needed} tokens, but only "
+                f"{window.budget} of the context window of {window.size} tokens are left "
+                "after the reply and its headroom; shorten the task, use --prompt compact, "
+                "or a smaller --max-tokens")
+        return request
+
+    def compact(self, keep: int | None = None) -> Message | None:
+        """Replace the older exchanges of the conversation (all but the task and the latest
+        ones that cost at most ``keep`` tokens, by default a third of the budget; at least the
+        latest exchange) by the model's summary of them, or, where none can be had
+        (``compaction = "drop"``, the model failed), by a note that they were left out. The
+        compaction is appended to the log; None where there is nothing to compact."""
+        window = self.window or Window(self.context_window or _UNKNOWN, self.max_tokens)
+        request = self._request()
+        messages = request.messages
+        costs = [self.counter.count(text) + MESSAGE_OVERHEAD for text in wire_texts(messages)]
+        end = boundary(messages, costs, window.budget // KEEP_SHARE if keep is None else keep)
+        if end is None:
+            return None
+        summary: tuple[str, ReplyRecord] | None = None
+        if window.compaction == "summary":
+            summary = self._summarize(request, end, window)
+        kept = len(messages) - end
+        marker = compaction_message(summary[0] if summary else None,
+                                    end - head_length(messages), kept)
+        if summary is not None:
+            marker = replace(marker, reply=summary[1])
+        self._record(marker)
+        return marker
+
+    def _summarize(self, request: ChatRequest, end: int,
+                   window: Window) -> tuple[str, ReplyRecord] | None:
+        """The model's summary of ``request``'s messages before ``end``, asked on the same
+        prefix (so it reads the prompt cache), and the record of that request; None where
+        it cannot be had (it would not fit, a limit refuses it, the model fails)."""
+        ask = replace(request, messages=(*request.messages[:end], Message("user",
+                                                                          SUMMARY_REQUEST)),
+                      max_tokens=window.summary_tokens)
+        if window.size != _UNKNOWN and self._next_input(ask) + window.summary_tokens \
+                > window.size:
+            return None
+        if self._refusal(ask) is not None:
+            return None
+        run = telemetry.current().chat(self.model, provider=self.provider.name,
+                                       url=self.provider.url)
+        text: list[str] = []
+        usage: Usage | None = None
+        stream = self.provider.stream(ask)
+        deadline = self.session.deadline
+        events = stream if deadline is None else Bounded(stream, deadline)
+        try:
+            for event in events:
+                if isinstance(event, TextDelta):
+                    text.append(event.text)
+                elif isinstance(event, Usage):
+                    usage = event
+        except ProviderError as err:
+            if not isinstance(err, StreamBroken):
+                self.spend.release()
+                run.end(error_type=type(err).__name__)
+                return None
+            self._bill(ask, usage, "".join(text), run, error_type=type(err).__name__)
+            return None
+        except DeadlinePassed:
+            self._bill(ask, usage, "".join(text), run, finish_reason="time-limit")
+            return None
+        finally:
+            events.close()
+        billed, counted = self._bill(ask, usage, "".join(text), run, finish_reason="summary")
+        summary = "".join(text).strip()
+        if not summary:
+            return None
+        return summary, ReplyRecord(self.model, self.provider.name, self.provider.url or None,
+                                    billed, counted=counted)
+
+    def _next_input(self, request: ChatRequest) -> int:
+        """The input tokens of ``request``: the provider's count of the last request it
+        reported, when that request is a prefix of this one, plus a count of what was added
+        since; else the counter's count of all of it."""
+        if self._reported is not None:
+            last, usage = self._reported
+            known = len(last.messages)
+            if last.system == request.system and last.tools == request.tools \
+                    and request.messages[:known] == last.messages:
+                added = wire_texts(request.messages)[known:]
+                added_tokens: int = sum(self.counter.count(text) + MESSAGE_OVERHEAD
+                                        for text in added)
+                return usage.all_input + added_tokens
+        return self._input_tokens(request)
 
     def _generate(self, request: ChatRequest) -> _Reply:
         """One reply, asked for again while its stream breaks off (up to ``retries``, each

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..accounting import Limits, Price
-from ..config import Config, ConfigError, PromptMode, Sampling
+from ..accounting.prices import listed_window
+from ..config import Compaction, Config, ConfigError, PromptMode, Sampling
 from ..parsing import CallFormat, get_format
 from ..tools.mcp import McpServerConfig
 from ..tools.runtime.sandbox import SandboxPolicy
@@ -28,6 +29,9 @@ T = TypeVar("T")
 
 REPLY_SHARE = 4
 """Without a configured reply limit, a reply may take at most 1/REPLY_SHARE of the window."""
+DEFAULT_WINDOW = 32_768
+"""The window assumed for a model whose window no configuration, server or model table
+gives (so that compaction still keeps requests inside some window)."""
 
 
 NO_MODEL = ("no model configured: pass --model provider/name or set FENCECALL_MODEL "
@@ -69,6 +73,7 @@ class Overrides:
     """Wall-clock seconds for the whole run."""
     autonomous: bool | None = None
     """Nobody reads the replies: only the complete tool ends the run done."""
+    compaction: Compaction | None = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> Overrides:
@@ -111,6 +116,8 @@ class RunSettings:
     autonomous: bool = False
     """The run has nobody reading its replies: its tools include ``complete``, and only a
     call of it ends the run done (see :class:`~fencecall.agent.Agent`)."""
+    compaction: Compaction = "summary"
+    """How a history that outgrows the window is kept inside it (:mod:`fencecall.agent.context`)."""
 
     @property
     def model_name(self) -> str:
@@ -140,6 +147,11 @@ def resolve(config: Config, *overrides: Overrides, env: Mapping[str, str] | None
             and provider.base_url:
         from ..providers.served import served_context_window
         window = (served or served_context_window)(provider.base_url, model_name)
+    if window is None and provider is not None and model_name:
+        window = listed_window(model_name, provider.kind, provider.base_url or None)
+    compaction: Compaction = first(lambda o: o.compaction, config.compaction) or "summary"
+    if window is None and model_name and compaction != "off":
+        window = DEFAULT_WINDOW
     reply_limit = first(lambda o: o.max_tokens, per_model.max_tokens)
     if reply_limit is None:
         reply_limit = (min(config.max_tokens, window // REPLY_SHARE) if window
@@ -177,7 +189,8 @@ def resolve(config: Config, *overrides: Overrides, env: Mapping[str, str] | None
                       first(lambda o: o.time_limit, per_model.limits.time,
                             config.limits.time)),
         price=per_model.price,
-        autonomous=bool(first(lambda o: o.autonomous, config.autonomous)))
+        autonomous=bool(first(lambda o: o.autonomous, config.autonomous)),
+        compaction=compaction)
 
 
 def _format(name: str | None, configured: CallFormat) -> CallFormat:

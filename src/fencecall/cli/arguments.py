@@ -136,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a stop sequence (repeatable; sent only when set)")
     chat.add_argument("--context-window", type=_at_least(256), metavar="TOKENS",
                       help="tokens the model holds: the prompt, history and reply must fit")
+    chat.add_argument("--compaction", choices=("summary", "drop", "off"), default=None,
+                      help="when the history outgrows the context window: replace older "
+                           "exchanges by the model's summary (default), leave them out, or "
+                           "send requests as they are (off)")
     chat.add_argument("--prompt", choices=("full", "compact"), default=None,
                       dest="prompt_mode",
                       help="system prompt form (default: compact for a context window of "

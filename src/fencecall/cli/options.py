@@ -35,7 +35,8 @@ def overrides_of(args: argparse.Namespace) -> Overrides:
         roots=tuple(flag("root") or ()), sandbox=flag("sandbox"), network=flag("network"),
         mcp=mcp_declarations_of(args), budget_usd=flag("budget_usd"),
         budget_tokens=flag("budget_tokens"), time_limit=flag("time_limit"),
-        autonomous=flag("autonomous") if "autonomous" in vars(args) else False)
+        autonomous=flag("autonomous") if "autonomous" in vars(args) else False,
+        compaction=flag("compaction"))
 
 
 def mcp_declarations_of(args: argparse.Namespace) -> tuple[McpServerConfig, ...]:

@@ -63,6 +63,17 @@ def _usage(agent: Agent, display: Display, arg: str) -> None:
          display.console, f"conversation {agent.conversation.name}")
 
 
+def _compact(agent: Agent, display: Display, arg: str) -> None:
+    marker = agent.compact(keep=0)
+    if marker is None:
+        display.console.print("Nothing to compact: the conversation holds the task and its "
+                              "latest exchange only.", markup=False)
+        return
+    display.console.print(visible_text(
+        f"Compacted: {marker.content.splitlines()[0]} (the log keeps every message; /log "
+        "shows them)"))
+
+
 def _mcp(agent: Agent, display: Display, arg: str) -> None:
     servers = agent.session.mcp_servers
     if not servers:
@@ -84,6 +95,7 @@ COMMANDS: dict[str, Slash] = {
     "log": Slash("show the conversation so far", _log),
     "mcp": Slash("the MCP servers and their state", _mcp),
     "usage": Slash("tools' failures and durations, tokens and cost so far", _usage),
+    "compact": Slash("replace all but the latest exchange by the model's summary", _compact),
     "exit": Slash("leave the chat (also /quit, Ctrl-D)", _exit),
     "quit": Slash("leave the chat", _exit),
 }
