@@ -179,7 +179,8 @@ def test_anthropic_provider_from_config(fencecall: CLI, workspace: Path,
     assistant, results = second.body["messages"][-2:]
     assert assistant["content"][1]["type"] == "tool_use"
     assert results["content"][0] == {"type": "tool_result", "tool_use_id": "toolu_1",
-                                     "content": "Created a.txt (1 lines)."}
+                                     "content": "Created a.txt (1 lines).",
+                                     "cache_control": {"type": "ephemeral"}}  # the latest turn
 
 
 def test_configuration_errors_are_clear(fencecall: CLI, tmp_path: Path) -> None:

@@ -59,6 +59,35 @@ def to_anthropic_messages(request: ChatRequest) -> list[dict[str, Any]]:
     return out
 
 
+CACHE_BREAKPOINT = {"type": "ephemeral"}
+"""Anthropic's prompt cache marker: the request's prefix (tools, system, messages, in that
+order) up to and including the block carrying it is cached, and read back at a tenth of the
+input price by any later request that starts with the same bytes (a prefix shorter than the
+model's minimum, 1,024 tokens or more, is silently not cached). Two are set, of the four the
+API allows: the system prompt and the latest turn. None goes on the last tool: the system
+block's prefix holds the tools already (and with no system prompt, the latest turn's does), so
+a third would only pay off for requests sharing the tools but not the system prompt, which a
+session never makes."""
+
+
+def system_blocks(system: str) -> list[dict[str, Any]]:
+    """The system prompt as one cached text block, so every conversation and batch task that
+    starts with the same tools and prompt reads them from the cache. None for a blank prompt:
+    the API refuses a text block of white space only."""
+    if not system.strip():
+        return []
+    return [{"type": "text", "text": system, "cache_control": dict(CACHE_BREAKPOINT)}]
+
+
+def mark_latest_turn(messages: list[dict[str, Any]]) -> None:
+    """Put the cache marker on the last block of the last message: the next request repeats
+    these messages and only adds to them, so everything up to here is read from the cache. The
+    marker is not part of the cached prefix, so the next request moves it to its own last block
+    and still matches (the API looks back up to 20 blocks from a marker for a cached prefix)."""
+    if messages:
+        messages[-1]["content"][-1]["cache_control"] = dict(CACHE_BREAKPOINT)
+
+
 def _usage(usage: Any) -> Usage:
     """Messages-API usage: cache reads and writes are counted apart from ``input_tokens``."""
     return Usage(input_tokens=usage.input_tokens or 0,
@@ -78,14 +107,16 @@ class AnthropicProvider:
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
         tools: Any = [anthropic_tool(schema) for schema in request.tools] or anthropic.omit
+        system: Any = system_blocks(request.system) or anthropic.omit
         messages: Any = to_anthropic_messages(request)
+        mark_latest_turn(messages)
         blocks: dict[int, dict[str, str]] = {}
         usage = Usage()
         stop_reason = None
         where = f"{self.name} ({self._client.base_url})"
         with vendor_errors(where, anthropic.APIError):
             stream = self._client.messages.create(
-                model=request.model, system=request.system, max_tokens=request.max_tokens,
+                model=request.model, system=system, max_tokens=request.max_tokens,
                 messages=messages, stream=True, tools=tools,
                 **sampling_options(request.sampling, "stop_sequences"))
             try:
