@@ -45,6 +45,7 @@ def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
     ('timeout = "soon"\n', "timeout must be a number"),
     ("network = 1\n", "network must be true or false"),
     ('sandbox = "jail"\n', "sandbox must be one of read-only, workspace-write, off"),
+    ('compaction = "fold"\n', "compaction must be one of summary, drop, off"),
     ('pass_env = "PATH"\n', "pass_env must be a list"),
     ("model = 5\n", "model must be a string"),
     ('tools = "shell"\n', "tools must be a list of tool names"),
