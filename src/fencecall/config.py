@@ -23,6 +23,7 @@ this file. API keys (``api_key_env``) are held only in memory: nothing here is e
     near_misses = 3               # replies in a row that ran nothing, despite feedback
     autonomous = false            # one-shot and batch runs end done only by calling complete
     compaction = "summary"        # or "drop", "off": a history that outgrows the window
+    result_share = 0.25           # a tool result above this share of the window goes to a file
 
     [models."local/smollm2"]      # per model; each is sent only when set
     temperature = 0.2
@@ -165,6 +166,9 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     """``budget_usd``, ``budget_tokens`` and ``time_limit`` of every run."""
     compaction: Compaction = "summary"
+    result_share: float = 0.25
+    """A tool result above this share of the context window is saved to a file; the model
+    gets its start and end and the path to read the rest."""
     path: Path | None = None
     """The configuration file this was read from (or would have been, had it existed)."""
 
@@ -231,7 +235,7 @@ TOP_LEVEL = frozenset({
     "model", "format", "tools", "max_steps", "max_tokens", "timeout", "retries", "sandbox",
     "network", "pass_env", "secrets", "telemetry", "telemetry_content", "tool_packages",
     "near_misses", "models", "providers", "mcp", "budget_usd", "budget_tokens", "time_limit",
-    "autonomous", "compaction"})
+    "autonomous", "compaction", "result_share"})
 """The keys the file's top level may hold; any other is an error, never silently ignored."""
 PROVIDER_KEYS = frozenset({"kind", "base_url", "api_key_env"})
 MODEL_KEYS = frozenset({"temperature", "top_p", "stop", "max_tokens", "context_window",
@@ -316,6 +320,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         autonomous=autonomous,
         limits=_limits(data, "", path),
         compaction=compaction,
+        result_share=float(_number(data, "result_share", 0.25, path, minimum=0.01,
+                                   whole=False)),
         path=path,
     )
 

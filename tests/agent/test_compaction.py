@@ -54,10 +54,11 @@ def scripted(steps: int, summary: Callable[[int], Reply] | None = None) -> Calla
     return respond
 
 
-def run(tmp_path: Path, server: FakeModelServer, steps: int, **options: Any) -> Agent:
+def run(tmp_path: Path, server: FakeModelServer, steps: int, tools: tuple[str, ...] = ("shell",),
+        **options: Any) -> Agent:
     provider = OpenAIProvider(api_key=None, base_url=server.openai_url, name="local",
                               max_retries=0)
-    session = Session(Toolchain.build(["shell"]), workspace=tmp_path, confirm=auto_yes,
+    session = Session(Toolchain.build(list(tools)), workspace=tmp_path, confirm=auto_yes,
                       sandbox="off")
     conversation = Conversation(tmp_path / "log")
     agent = Agent(provider, "m", session, conversation, max_steps=steps + 5, max_tokens=512,
@@ -189,3 +190,34 @@ def test_the_view_of_a_log_replaces_what_a_compaction_covers() -> None:
     later = Message("assistant", "later")
     assert view([task, *exchanges, marker, later]) == (task, marker, *exchanges[4:], later)
     assert view([task, *exchanges]) == (task, *exchanges)
+
+
+def test_a_huge_tool_result_goes_to_a_file_the_model_can_read(tmp_path: Path) -> None:
+    import re
+
+    asked: list[str] = []
+
+    def respond(body: dict[str, Any]) -> Reply:
+        last = body["messages"][-1]["content"]
+        asked.append(last if isinstance(last, str) else "")
+        if len(asked) == 1:
+            return Reply(f"{F}shell\nseq 1 40000\n{F}\n")
+        if len(asked) == 2:
+            path = re.search(r"(/\S+outputs/\S+\.txt)", last)
+            assert path is not None, last
+            return Reply(f"{F}read {path.group(1)} 100 102\n{F}\n")
+        return Reply("Found it.")
+
+    with FakeModelServer(respond=respond, tokenizer=dense_tokens, window=WINDOW) as server:
+        agent = run(tmp_path, server, 3, tools=("shell", "read"))
+    assert server.over_window == []
+    result = next(m for m in agent.conversation.messages if "spilled" in m.metadata)
+    saved = Path(result.metadata["spilled"]["path"])
+    assert saved.parent == tmp_path / "log" / "outputs"
+    whole = saved.read_text()  # the result as the shell gave it (its own cut included)
+    assert whole.startswith("Ran command: `seq 1 40000`") and whole.endswith("Exit code: 0")
+    assert result.content.startswith(whole[:40]) and "Exit code: 0" in result.content
+    assert len(result.content) < len(whole) // 2
+    lines = whole.splitlines()[99:102]
+    assert "(lines 100-102 of" in asked[2]  # the read tool read the saved file
+    assert all(f"{n}  {line}" in asked[2] for n, line in zip(range(100, 103), lines, strict=True))

@@ -22,6 +22,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from .. import telemetry
 from ..accounting import (
@@ -75,7 +76,10 @@ from .deadline import Bounded, DeadlinePassed
 from .near_miss import feedback, near_misses
 from .prompt import system_prompt
 from .repetition import RepetitionGuard
+from .spill import outputs_folder, spill
 
+RESULT_SHARE = 0.25
+"""The share of the window a tool result may take before it is saved to a file instead."""
 _UNKNOWN = 1 << 40
 """The window of a run that keeps none (compaction off): only ``/compact`` compacts it."""
 UNFINISHED = ("No result was recorded for this call: fencecall stopped while it was running "
@@ -179,6 +183,7 @@ class Agent:
                  sleep: Callable[[float], None] = time.sleep, feedback_limit: int = 3,
                  sampling: Sampling | None = None, compact: bool = False,
                  context_window: int | None = None, compaction: Compaction = "summary",
+                 result_share: float = RESULT_SHARE,
                  counter: TokenCounter | None = None, spend: Spend | None = None,
                  autonomous: bool = False):
         if autonomous and session.toolchain.get(COMPLETE) is None:
@@ -200,6 +205,10 @@ class Agent:
         self.window = (Window(context_window, max_tokens, compaction)
                        if context_window is not None and compaction != "off" else None)
         """Where requests are kept inside the window (None: they are sent as they are)."""
+        self.result_share = result_share
+        """A tool result above this share of the window is saved to a file, and the model
+        gets its start and end and the path (see :mod:`.spill`)."""
+        self._outputs: Path | None = None
         self.counter: TokenCounter = counter or Estimate()
         """Counts the requests and replies the provider reports no usage for."""
         self.spend = spend or Spend(Pricing(model, provider.name, provider.url or None))
@@ -341,8 +350,21 @@ class Agent:
                    for call in parse_calls(reply.content, self.format))
 
     def _record(self, result: Message) -> None:
+        if self.window is not None and (result.tool is not None or result.call is not None):
+            result = self._spilled(result, self.window)
         self.conversation.append(result)
         self._emit(ToolResult(result))
+
+    def _spilled(self, result: Message, window: Window) -> Message:
+        """``result``, or where it would take more than its share of the window, its start
+        and end with the path of a file holding all of it, which the read tool may read."""
+        limit = max(int(window.size * self.result_share), 1)
+        if self.counter.count(result.content) <= limit:
+            return result
+        if self._outputs is None:
+            self._outputs = outputs_folder(self.conversation.folder)
+            self.session.allow_reading(self._outputs)
+        return spill(result, self._outputs, limit, self.counter, fmt=self.format)
 
     def _request(self, history: Sequence[Message] | None = None) -> ChatRequest:
         """The request for the conversation so far (or for ``history``)."""

@@ -184,7 +184,7 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
                  retries=settings.retries, on_event=on_event, sleep=sleep,
                  feedback_limit=settings.feedback_limit, sampling=settings.sampling,
                  compact=settings.compact, context_window=settings.context_window,
-                 compaction=settings.compaction,
+                 compaction=settings.compaction, result_share=settings.result_share,
                  counter=counter(settings, config, secrets),
                  spend=Spend(pricing(settings, model), settings.limits, account=account,
                              wait=sleep),

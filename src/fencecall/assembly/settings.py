@@ -118,6 +118,8 @@ class RunSettings:
     call of it ends the run done (see :class:`~fencecall.agent.Agent`)."""
     compaction: Compaction = "summary"
     """How a history that outgrows the window is kept inside it (:mod:`fencecall.agent.context`)."""
+    result_share: float = 0.25
+    """A tool result above this share of the window is saved to a file instead."""
 
     @property
     def model_name(self) -> str:
@@ -190,7 +192,7 @@ def resolve(config: Config, *overrides: Overrides, env: Mapping[str, str] | None
                             config.limits.time)),
         price=per_model.price,
         autonomous=bool(first(lambda o: o.autonomous, config.autonomous)),
-        compaction=compaction)
+        compaction=compaction, result_share=config.result_share)
 
 
 def _format(name: str | None, configured: CallFormat) -> CallFormat:

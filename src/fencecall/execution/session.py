@@ -58,6 +58,7 @@ class Session:
         self.toolchain = toolchain
         self._workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self._roots = (self._workspace, *(Path(r).resolve() for r in extra_roots))
+        self._read_roots: tuple[Path, ...] = ()
         self._confirm = confirm
         self._hooks = hooks or HookRegistry()
         if isinstance(sandbox, Sandbox):
@@ -92,6 +93,17 @@ class Session:
     @property
     def roots(self) -> tuple[Path, ...]:
         return self._roots
+
+    @property
+    def readable_roots(self) -> tuple[Path, ...]:
+        return (*self._roots, *self._read_roots)
+
+    def allow_reading(self, folder: Path) -> None:
+        """Let the read tool read ``folder`` (fencecall's own, which no tool writes: it is
+        not a root, so neither file tools nor sandboxed processes may write it)."""
+        folder = folder.resolve()
+        if folder not in self.readable_roots:
+            self._read_roots = (*self._read_roots, folder)
 
     @property
     def hooks(self) -> HookRegistry:

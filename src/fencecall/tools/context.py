@@ -47,6 +47,12 @@ class ToolContext(Protocol):
         ...
 
     @property
+    def readable_roots(self) -> tuple[Path, ...]:
+        """The folders the read tool may read: the roots, then folders of fencecall's own that
+        no tool writes (a conversation's saved outputs)."""
+        ...
+
+    @property
     def hooks(self) -> HookRegistry: ...
 
     @property

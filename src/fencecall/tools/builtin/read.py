@@ -68,7 +68,7 @@ def _contents(place: Place, name: str) -> tuple[bytes, int]:
 
 def read_one(invocation: ToolInvocation, given: str, start: int | None,
              end: int | None) -> str:
-    roots = invocation.context.roots
+    roots = invocation.context.readable_roots
     first, last_asked = _validated_range(start, end)
     try:
         with locate(given, roots) as place:
@@ -113,7 +113,7 @@ def _requests(invocation: ToolInvocation) -> list[tuple[str, int | None, int | N
     requests: list[tuple[str, int | None, int | None]] = []
     for line in filter(None, map(str.strip, text.splitlines())):
         paths, start, end = _paths_and_range(line, kwargs.get("start"), kwargs.get("end"),
-                                             invocation.context.roots)
+                                             invocation.context.readable_roots)
         requests += [(path, start, end) for path in paths]
     if not requests:
         raise ToolError("read: no path given; name the file to read (several: separated by "
