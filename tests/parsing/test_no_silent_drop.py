@@ -66,10 +66,10 @@ def _viewer_openers(text: str) -> set[int]:
     """The lines (0-based) where a person reading the markdown sees a block open: CommonMark's
     fence rules (a fence of the other kind, a shorter one or one with text after it is
     content; a bare one closes), with fencecall's departures from them, which the README
-    states: a document (a ``.md`` file, ``markdown``, a path) holds fenced examples (a
-    langtag fence, or a bare one followed by a line of text, opens one), a bare fence longer
-    than the opener is content, and a fence with thinking glued to it is thinking outside a
-    block and closes a block of its exact length."""
+    states: a langtag fence inside a block opens a nested one (an example), and so does, in a
+    document (a ``.md`` file, ``markdown``, a path), a bare fence followed by a line of text;
+    a bare fence longer than the opener is content; and a fence with thinking glued to it is
+    thinking outside a block and closes a block of its exact length."""
     openers: set[int] = set()
     open_char, open_count, document, nested = "", 0, False, 0
     lines = text.split("\n")
@@ -90,8 +90,8 @@ def _viewer_openers(text: str) -> set[int]:
                 openers.add(number)
         elif char != open_char or count < open_count:
             continue
-        elif document and _is_langtag(info):
-            nested += 1  # an example in a document
+        elif _is_langtag(info):
+            nested += 1  # an example: a block nested in the block
         elif document and not info.strip() and count == open_count and not nested \
                 and number + 1 < len(lines) and lines[number + 1].strip() \
                 and not lines[number + 1].lstrip().startswith(("```", "~~~")):
