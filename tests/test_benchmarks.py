@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from benchmarks import file_access, gptme_adapter, real_replies, run, targets
+from benchmarks import file_access, gptme_adapter, long_session, real_replies, run, targets
 from benchmarks.inputs import SHAPES, reply_ending_in_a_call
 from benchmarks.timing import compare
 
@@ -166,3 +166,30 @@ def test_real_replies_table_adds_up(tmp_path: Path, capsys: pytest.CaptureFixtur
     for column in ("replies", *real_replies.OUTCOMES, "agrees", "stream diffs"):
         assert total[column] == sum(row[column] for row in firsts)
     assert total["replies"] == 20  # the first 4 replies of each of the 5 models
+
+
+def test_long_session_compares_the_policies(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "long.json"
+    long_session.main(["--steps", "20", "--json", str(saved)])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith("# python -m benchmarks.long_session, ") and "20 steps" in out[0]
+    table = out[2 : 4 + len(long_session.POLICIES)]
+    assert [cell.strip() for cell in table[0].strip("| ").split(" | ")] == \
+        list(long_session.COLUMNS)
+    assert all(line.count("|") == len(long_session.COLUMNS) + 1 for line in table)
+    rows = {row["policy"]: row for row in json.loads(saved.read_text())["rows"]}
+    assert list(rows) == list(long_session.POLICIES)
+    naive = rows["naive"]
+    assert naive["outcome"] == "done" and naive["over-window"] == 0 and naive["compactions"]
+    for policy in ("summary", "drop"):
+        row = rows[policy]
+        assert row["outcome"] == "done" and row["steps"] == 20 and row["over-window"] == 0
+        assert row["compactions"] >= 1 and row["prefix breaks"] == row["compactions"]
+        assert row["prefix share mean"] > naive["prefix share mean"]
+        assert row["cached / input"] > naive["cached / input"]
+    assert rows["summary"]["summary requests"] == rows["summary"]["compactions"]
+    assert rows["drop"]["summary requests"] == 0
+    off = rows["off"]
+    assert off["over-window"] == 1 and off["steps"] < 20 and off["input x naive"] is None
+    assert off["outcome"].startswith("ProviderError, HTTP 400")
