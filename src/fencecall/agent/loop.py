@@ -78,6 +78,8 @@ from .prompt import system_prompt
 from .repetition import RepetitionGuard
 from .spill import outputs_folder, spill
 
+SAVED_OUTPUT_LIMIT = 8_000_000
+"""Characters of a command's output tools keep where results are saved to files."""
 RESULT_SHARE = 0.25
 """The share of the window a tool result may take before it is saved to a file instead."""
 _UNKNOWN = 1 << 40
@@ -208,6 +210,8 @@ class Agent:
         self.result_share = result_share
         """A tool result above this share of the window is saved to a file, and the model
         gets its start and end and the path (see :mod:`.spill`)."""
+        if self.window is not None:  # the files hold what tools printed, not their cut
+            session.keep_output(SAVED_OUTPUT_LIMIT)
         self._outputs: Path | None = None
         self.counter: TokenCounter = counter or Estimate()
         """Counts the requests and replies the provider reports no usage for."""

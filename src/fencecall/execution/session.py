@@ -23,6 +23,7 @@ from ..parsing import MARKDOWN, Diagnostic, FormatLike, ToolCall, parse
 from ..secrecy import Redactor, tool_environment
 from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, Toolchain
 from ..tools.events import SESSION_END, SESSION_START, SessionEvent
+from ..tools.runtime.output import DEFAULT_LIMIT as DEFAULT_OUTPUT_LIMIT
 from ..tools.runtime.sandbox import Sandbox, SandboxPolicy, choose_sandbox
 from ..tools.runtime.scratch import make_scratch, remove_stale_once
 
@@ -59,6 +60,7 @@ class Session:
         self._workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self._roots = (self._workspace, *(Path(r).resolve() for r in extra_roots))
         self._read_roots: tuple[Path, ...] = ()
+        self._output_limit = DEFAULT_OUTPUT_LIMIT
         self._confirm = confirm
         self._hooks = hooks or HookRegistry()
         if isinstance(sandbox, Sandbox):
@@ -97,6 +99,16 @@ class Session:
     @property
     def readable_roots(self) -> tuple[Path, ...]:
         return (*self._roots, *self._read_roots)
+
+    @property
+    def output_limit(self) -> int:
+        return self._output_limit
+
+    def keep_output(self, limit: int) -> None:
+        """Let tools keep up to ``limit`` characters of output (at least the default): for an
+        agent that saves huge results to files, so the files hold all of it. Applies to the
+        shell and python sessions started after the call."""
+        self._output_limit = max(self._output_limit, limit)
 
     def allow_reading(self, folder: Path) -> None:
         """Let the read tool read ``folder`` (fencecall's own, which no tool writes: it is

@@ -47,6 +47,12 @@ class ToolContext(Protocol):
         ...
 
     @property
+    def output_limit(self) -> int:
+        """Characters of a command's output a tool keeps (the middle of longer output is
+        cut): higher where the agent saves huge results to files instead."""
+        ...
+
+    @property
     def readable_roots(self) -> tuple[Path, ...]:
         """The folders the read tool may read: the roots, then folders of fencecall's own that
         no tool writes (a conversation's saved outputs)."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ...errors import ToolError
 from ...message import Message, system
 from ..arguments import Parameter
-from ..runtime.output import fenced, truncate_middle
+from ..runtime.output import DEFAULT_LIMIT, fenced, truncate_middle
 from ..spec import Example, ToolInvocation, ToolSpec
 
 if TYPE_CHECKING:  # the interpreter's machinery is imported by the first python call
@@ -16,16 +16,16 @@ if TYPE_CHECKING:  # the interpreter's machinery is imported by the first python
 DEFAULT_TIMEOUT = 60
 
 
-def format_result(result: PythonResult, timeout: float) -> str:
+def format_result(result: PythonResult, timeout: float, limit: int = DEFAULT_LIMIT) -> str:
     parts = []
     if result.stdout:
-        parts.append(fenced("stdout", truncate_middle(result.stdout)))
+        parts.append(fenced("stdout", truncate_middle(result.stdout, limit)))
     if result.stderr:
-        parts.append(fenced("stderr", truncate_middle(result.stderr)))
+        parts.append(fenced("stderr", truncate_middle(result.stderr, limit)))
     if result.result is not None:
-        parts.append(fenced("Result", truncate_middle(result.result)))
+        parts.append(fenced("Result", truncate_middle(result.result, limit)))
     if result.error is not None:
-        parts.append(fenced("Error", truncate_middle(result.error)))
+        parts.append(fenced("Error", truncate_middle(result.error, limit)))
     if result.timed_out:
         parts.append(f"Timed out after {timeout:g} s and was interrupted.")
     if result.restarted:
@@ -48,7 +48,8 @@ def execute_python(invocation: ToolInvocation) -> Message:
         "python", lambda: PythonSession(context.workspace, context.functions(),
                                         env=context.tool_env(), sandbox=context.sandbox))
     result = interpreter.run(code, timeout=timeout)
-    return system(format_result(result, timeout), raised=result.error is not None)
+    return system(format_result(result, timeout, invocation.context.output_limit),
+                  raised=result.error is not None)
 
 
 tool = ToolSpec(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...errors import ToolError
 from ...message import Message, system
 from ..arguments import Parameter
-from ..runtime.output import DEFAULT_LIMIT, fenced
+from ..runtime.output import fenced
 from ..runtime.shell_policy import is_read_only
 from ..runtime.shell_session import DISK_LIMIT, ShellResult, ShellSession
 from ..spec import Example, ToolInvocation, ToolSpec
@@ -16,7 +16,7 @@ DEFAULT_TIMEOUT = 60
 def _shell(invocation: ToolInvocation) -> ShellSession:
     context = invocation.context
     return context.resource("shell", lambda: ShellSession(
-        context.workspace, env=context.tool_env(), output_limit=DEFAULT_LIMIT,
+        context.workspace, env=context.tool_env(), output_limit=context.output_limit,
         sandbox=context.sandbox))
 
 
