@@ -69,6 +69,13 @@ def run(tmp_path: Path, server: FakeModelServer, steps: int, tools: tuple[str, .
     return agent
 
 
+def _logged(agent: Agent) -> int:
+    """Every token the log records as billed: replies' and summaries' usage."""
+    return sum(m.reply.usage.all_input + m.reply.usage.output_tokens
+               for m in agent.conversation.messages
+               if m.reply is not None and m.reply.usage is not None)
+
+
 def _is_summary(served: Served) -> bool:
     return SUMMARY_REQUEST in _last_user_text(served.body)
 
@@ -112,6 +119,9 @@ def test_a_long_session_stays_in_the_window_and_keeps_its_prefix(tmp_path: Path)
     assert markers[-1].metadata[MARKER]["mode"] == "summary"
     assert markers[-1].reply is not None and markers[-1].reply.usage is not None
     assert view(log.messages) == view(agent.conversation.messages)
+    # every request is in the log, summaries included (replies cut at their first call are
+    # counted with the server's tokenizer, up to what the client read of them)
+    assert abs(_logged(agent) - server.billed()) <= server.billed() // 100
 
 
 def test_without_a_summary_the_older_exchanges_are_left_out_with_a_note(
@@ -125,6 +135,16 @@ def test_without_a_summary_the_older_exchanges_are_left_out_with_a_note(
     markers = [m for m in agent.conversation.messages if is_compaction(m)]
     assert markers and all(m.metadata[MARKER]["mode"] == "drop" for m in markers)
     assert "earlier messages were left out" in markers[0].content
+
+
+def test_an_empty_summary_is_left_out_but_its_cost_is_logged(tmp_path: Path) -> None:
+    with FakeModelServer(respond=scripted(14, lambda n: Reply("  \n")),
+                         tokenizer=dense_tokens, window=WINDOW) as server:
+        agent = run(tmp_path, server, 14)
+    markers = [m for m in agent.conversation.messages if is_compaction(m)]
+    assert markers and all(m.metadata[MARKER]["mode"] == "drop" for m in markers)
+    assert any(_is_summary(r) for r in server.requests)
+    assert abs(_logged(agent) - server.billed()) <= server.billed() // 100
 
 
 def test_drop_mode_asks_no_summary(tmp_path: Path) -> None:

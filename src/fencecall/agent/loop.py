@@ -459,16 +459,19 @@ class Agent:
                 self.spend.release()
                 run.end(error_type=type(err).__name__)
                 return None
-            self._bill(ask, usage, "".join(text), run, error_type=type(err).__name__)
+            lost, _ = self._bill(ask, usage, "".join(text), run, error_type=type(err).__name__)
+            self._unlogged += lost  # logged with the next reply, as a broken reply's cost is
             return None
         except DeadlinePassed:
-            self._bill(ask, usage, "".join(text), run, finish_reason="time-limit")
+            lost, _ = self._bill(ask, usage, "".join(text), run, finish_reason="time-limit")
+            self._unlogged += lost
             return None
         finally:
             events.close()
         billed, counted = self._bill(ask, usage, "".join(text), run, finish_reason="summary")
         summary = "".join(text).strip()
         if not summary:
+            self._unlogged += billed
             return None
         return summary, ReplyRecord(self.model, self.provider.name, self.provider.url or None,
                                     billed, counted=counted)
