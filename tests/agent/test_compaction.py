@@ -210,6 +210,8 @@ def test_the_view_of_a_log_replaces_what_a_compaction_covers() -> None:
     later = Message("assistant", "later")
     assert view([task, *exchanges, marker, later]) == (task, marker, *exchanges[4:], later)
     assert view([task, *exchanges]) == (task, *exchanges)
+    claims_more = Message("system", "s", metadata={MARKER: {"kept": 99, "replaced": 1}})
+    assert view([task, *exchanges[:2], claims_more]) == (task, claims_more, *exchanges[:2])
 
 
 def test_a_huge_tool_result_goes_to_a_file_the_model_can_read(tmp_path: Path) -> None:

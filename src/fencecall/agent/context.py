@@ -86,7 +86,7 @@ def view(messages: Sequence[Message]) -> tuple[Message, ...]:
     marker = messages[last]
     kept_count = _count(marker.metadata[MARKER], "kept")
     before = [m for m in messages[head:last] if not is_compaction(m)]
-    kept = before[len(before) - kept_count:] if kept_count else []
+    kept = before[max(len(before) - kept_count, 0):] if kept_count else []
     after = [m for m in messages[last + 1 :] if not is_compaction(m)]
     return (*messages[:head], marker, *kept, *after)
 
