@@ -23,7 +23,8 @@ def make_scratch(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-{os.getpid()}-"))
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a process of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -40,7 +41,7 @@ def remove_stale(base: Path | None = None) -> list[Path]:
     now = time.time()
     for path in base.glob(f"{PREFIX}*"):
         match = _OWNED.match(path.name)
-        if match is None or _alive(int(match.group("pid"))):
+        if match is None or process_alive(int(match.group("pid"))):
             continue
         with contextlib.suppress(OSError):
             if path.is_dir() and not path.is_symlink() and now - path.lstat().st_mtime > GRACE:
