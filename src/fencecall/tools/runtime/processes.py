@@ -66,8 +66,8 @@ spawns are serialised on one thread), against a fraction of one."""
 
 
 def _popen(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
-    if "--die-with-parent" in argv[:32] and Path(argv[0]).name == "bwrap":
-        return subprocess.Popen(argv, **options)  # bwrap sets the signal itself
+    if "--die-with-parent" in argv[:40] and any(Path(arg).name == "bwrap" for arg in argv[:8]):
+        return subprocess.Popen(argv, **options)  # bwrap sets the signal itself (after nsenter)
     if _SETPRIV is not None:
         return subprocess.Popen([_SETPRIV, "--pdeathsig", "KILL", "--", *argv], **options)
     return subprocess.Popen(argv, preexec_fn=_die_with_parent, **options)

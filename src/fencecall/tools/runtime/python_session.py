@@ -82,7 +82,8 @@ class PythonSession:
             return start_process(
                 argv, stdin=subprocess.DEVNULL,
                 stdout=self._out, stderr=self._err, cwd=self._cwd,
-                pass_fds=(request_read, reply_write), start_new_session=True, env=self._env)
+                pass_fds=(request_read, reply_write, *self._sandbox.pass_fds),
+                start_new_session=True, env=self._env)
         finally:
             os.close(request_read)
             os.close(reply_write)

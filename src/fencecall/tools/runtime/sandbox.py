@@ -6,7 +6,8 @@ starts the process in fresh namespaces: the whole filesystem is mounted read-onl
 workspace roots (under ``WORKSPACE_WRITE``) and the session's scratch folders; ``/tmp`` is
 private (empty, or a folder of the session's); ``/run`` is empty (it holds the sockets of
 docker, D-Bus and systemd, which would let a command start processes outside); the network is
-a loopback of its own unless allowed; ``/proc`` shows only the sandbox's processes, so
+loopback only unless allowed (one loopback shared by a conversation's sandboxes, see
+:func:`share_network`, else one per sandbox); ``/proc`` shows only the sandbox's processes, so
 fencecall's environment cannot be read back through it; every capability is dropped, so root
 inside cannot remount anything writable. Commands keep fencecall's uid (root stays root),
 which keeps file ownership and git's safe-directory checks as they were.
@@ -23,6 +24,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
+from .netns import SharedNetwork
 from .paths import host_program
 
 INSTALL_HINT = "apt-get install -y bubblewrap"
@@ -160,10 +162,23 @@ class Sandbox:
     """A host folder to mount as /tmp, so the sandboxes given the same one share it (a shell
     and its read-only runs; shell and python); writable like the roots, so read-only under
     READ_ONLY. None: an empty /tmp of the sandbox's own, writable under every policy."""
+    shared_network: SharedNetwork | None = None
+    """The conversation's network namespace, which the sandbox joins instead of making a
+    loopback of its own (see :func:`share_network`); ignored when ``network`` is allowed."""
 
     @property
     def enforced(self) -> bool:
         return self.policy is not SandboxPolicy.OFF
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """The descriptors a process started with :meth:`command`'s argv must inherit (Popen's
+        ``pass_fds``): those of the shared network namespace, if it joins one."""
+        joined = self._joined_network()
+        return joined.pass_fds if joined is not None else ()
+
+    def _joined_network(self) -> SharedNetwork | None:
+        return self.shared_network if self.enforced and not self.network else None
 
     def read_only(self) -> Sandbox:
         """The same sandbox with nothing writable but scratch folders (OFF stays OFF)."""
@@ -171,13 +186,15 @@ class Sandbox:
 
     def command(self, argv: Sequence[str], *, scratch: Sequence[Path] = (),
                 cwd: Path | None = None) -> list[str]:
-        """``argv`` wrapped in bwrap (unchanged when OFF). ``scratch`` folders stay writable
-        under every policy: they hold the session's own command and output files."""
+        """``argv`` wrapped in bwrap (unchanged when OFF), behind nsenter when it joins a
+        shared network (start it with :attr:`pass_fds` then). ``scratch`` folders stay
+        writable under every policy: they hold the session's own command and output files."""
         if not self.enforced:
             return list(argv)
         bwrap = _probe()[1] or _Bwrap("bwrap", _ISOLATION)
-        args = [bwrap.path, *bwrap.isolation]
-        if self.network:
+        joined = self._joined_network()
+        args = [*(joined.prefix if joined is not None else ()), bwrap.path, *bwrap.isolation]
+        if self.network or joined is not None:
             args.append("--share-net")
         args += _mount_args(_system_mounts(self.network, self.tmp), self._binds(scratch, cwd))
         if self.tmp is not None and self.policy is SandboxPolicy.READ_ONLY:
@@ -233,3 +250,43 @@ def choose_sandbox(policy: SandboxPolicy | str, writable: Sequence[Path], *,
     return Sandbox(SandboxPolicy.OFF, roots, network), (
         f"The {chosen} sandbox is not available, so shell and python commands run WITHOUT "
         f"operating-system protection: {support.reason}")
+
+
+def share_network(sandbox: Sandbox) -> tuple[Sandbox, str | None]:
+    """``sandbox`` joined to a new network namespace (loopback only) and None, for a
+    conversation to make once: the sandboxes derived from it share one loopback, so a server
+    started in the shell is reachable from the python tool, read-only runs and later shells.
+    The caller closes ``shared_network`` when the conversation ends. Where that is not needed
+    or not possible: ``sandbox`` unchanged, and why (each sandbox then has a loopback of its
+    own, as before)."""
+    if not sandbox.enforced:
+        return sandbox, "the sandbox is off, so commands use the host's network"
+    if sandbox.network:
+        return sandbox, "the network is allowed, so sandboxes share the host's"
+    if sandbox.shared_network is not None:
+        return sandbox, None
+    reason = _network_probe()
+    if reason is None:
+        try:
+            return replace(sandbox, shared_network=SharedNetwork.create()), None
+        except OSError as err:
+            reason = str(err)
+    return sandbox, f"each sandbox has a loopback of its own: {reason}"
+
+
+@functools.cache
+def _network_probe() -> str | None:
+    """Why sandboxes cannot join a shared network here, or None when they can: run ``nsenter
+    ... bwrap ... true`` once per process with the real flags, as :func:`_probe` does."""
+    try:
+        with SharedNetwork.create() as network:
+            sandbox = Sandbox(SandboxPolicy.READ_ONLY, shared_network=network)
+            done = subprocess.run(sandbox.command(["true"]), pass_fds=sandbox.pass_fds,
+                                  stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=_PROBE_TIMEOUT)
+    except (OSError, subprocess.SubprocessError) as err:
+        return str(err)
+    if done.returncode != 0:
+        return (f"nsenter and bwrap cannot start a sandbox in it "
+                f"({done.stderr.strip() or f'exit status {done.returncode}'})")
+    return None
