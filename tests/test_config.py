@@ -72,7 +72,7 @@ def test_missing_explicit_file_and_model_syntax(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("max_step = 5\n", "max_step: unknown setting; did you mean max_steps?"),
     ("sandbx = 'off'\n", "sandbx: unknown setting; did you mean sandbox?"),
-    ("zzz = 1\n", "zzz: unknown setting; known: autonomous, budget_tokens, budget_usd"),
+    ("zzz = 1\n", "zzz: unknown setting; known: autonomous, background_after, budget_tokens"),
     ('[providers.x]\nkind = "openai"\nbase_ur = "http://h"\n',
      "providers.x.base_ur: unknown setting; did you mean base_url?"),
     ('[models."local/m"]\ntemprature = 0.1\n',

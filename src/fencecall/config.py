@@ -24,6 +24,8 @@ this file. API keys (``api_key_env``) are held only in memory: nothing here is e
     autonomous = false            # one-shot and batch runs end done only by calling complete
     compaction = "summary"        # or "drop", "off": a history that outgrows the window
     result_share = 0.25           # a tool result above this share of the window goes to a file
+    background_after = 15         # seconds before a shell command goes on as a job (0: never)
+    max_jobs = 8                  # background jobs running at once, per conversation
 
     [models."local/smollm2"]      # per model; each is sent only when set
     temperature = 0.2
@@ -169,6 +171,10 @@ class Config:
     result_share: float = 0.25
     """A tool result above this share of the context window is saved to a file; the model
     gets its start and end and the path to read the rest."""
+    background_after: float = 15.0
+    """Seconds a shell command runs before it goes on as a background job (0: never)."""
+    max_jobs: int = 8
+    """Background jobs that may run at once in one conversation."""
     path: Path | None = None
     """The configuration file this was read from (or would have been, had it existed)."""
 
@@ -235,7 +241,7 @@ TOP_LEVEL = frozenset({
     "model", "format", "tools", "max_steps", "max_tokens", "timeout", "retries", "sandbox",
     "network", "pass_env", "secrets", "telemetry", "telemetry_content", "tool_packages",
     "near_misses", "models", "providers", "mcp", "budget_usd", "budget_tokens", "time_limit",
-    "autonomous", "compaction", "result_share"})
+    "autonomous", "compaction", "result_share", "background_after", "max_jobs"})
 """The keys the file's top level may hold; any other is an error, never silently ignored."""
 PROVIDER_KEYS = frozenset({"kind", "base_url", "api_key_env"})
 MODEL_KEYS = frozenset({"temperature", "top_p", "stop", "max_tokens", "context_window",
@@ -322,6 +328,9 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         compaction=compaction,
         result_share=float(_number(data, "result_share", 0.25, path, minimum=0.01,
                                    whole=False)),
+        background_after=float(_number(data, "background_after", 15.0, path, minimum=0,
+                                       whole=False)),
+        max_jobs=int(_number(data, "max_jobs", 8, path, minimum=1)),
         path=path,
     )
 

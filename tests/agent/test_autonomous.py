@@ -171,7 +171,7 @@ def test_an_autonomous_agent_needs_the_complete_tool(workspace: Path, tmp_path: 
 def test_complete_is_off_by_default_and_loads_when_named() -> None:
     assert "complete" not in Toolchain.build().names()
     assert "complete" not in Toolchain.build(["*"]).names()
-    assert Toolchain.build(["shell", "complete"]).names() == ["shell", "complete"]
+    assert Toolchain.build(["shell", "complete"]).names() == ["shell", "jobs", "complete"]
 
 
 def test_reminders_are_not_counted_as_tool_calls(session: Session, tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def test_malformed_and_unknown_native_calls_are_answered(session: Session,
     assert "unknown argument(s) 'arguments (not a JSON object)'" in results[0].content
     assert results[1].content.startswith("Unknown tool 'teleport'")
     [first, second] = provider.requests
-    assert [t["name"] for t in first.tools] == ["shell", "save"]
+    assert [t["name"] for t in first.tools] == ["shell", "jobs", "save"]
     assert [m.call_id for m in second.messages if m.role == "system"] == ["c1", "c2"]
 
 

@@ -80,7 +80,8 @@ def test_tool_format_native_and_text_calls(fencecall: CLI, workspace: Path) -> N
                            "shell,read", "look around", base_url=server.openai_url)
     assert result.returncode == 0, result.stderr
     first, second, third = server.requests
-    assert sorted(t["function"]["name"] for t in first.body["tools"]) == ["read", "shell"]
+    assert sorted(t["function"]["name"] for t in first.body["tools"]) == ["jobs", "read",
+                                                                          "shell"]
     assert first.body["tools"][0]["function"]["parameters"]["type"] == "object"
     assistant, tool_message = second.body["messages"][-2:]
     assert assistant["tool_calls"][0]["id"] == "call_ls"

@@ -139,8 +139,9 @@ def test_a_shell_that_died_with_a_command_unread_still_closes(tmp_path: Path) ->
     """What CI once saw after an abort: the command was written into the pipe's buffer of a
     shell that had just died, so closing the pipe flushed it into nothing."""
     shell = ShellSession(tmp_path)
-    proc = shell._proc  # white box: the shell's own pipe, as run() leaves it
-    assert proc is not None and proc.stdin is not None
+    assert shell._bash is not None
+    proc = shell._bash.proc  # white box: the shell's own pipe, as run() leaves it
+    assert proc.stdin is not None
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     proc.stdin.write(b"echo never read\n")  # buffered, not flushed

@@ -526,8 +526,10 @@ def test_fencecalls_environment_cannot_be_read(workspace: Path) -> None:
 
 
 def test_the_secret_probes_do_find_an_unsandboxed_secret(workspace: Path) -> None:
-    """The control: without the sandbox the same probes read fencecall's environment."""
-    outputs = _as_fencecall(workspace, SandboxPolicy.OFF, ["cat /proc/$PPID/environ"],
+    """The control: without the sandbox the same probes read fencecall's environment (bash's
+    parent is the reaper, fencecall the reaper's)."""
+    outputs = _as_fencecall(workspace, SandboxPolicy.OFF,
+                            ["cat /proc/$(cut -d' ' -f4 /proc/$PPID/stat)/environ"],
                             [PYTHON_SECRET_PROBE])
     assert all(SECRET in output for output in outputs)
 

@@ -61,6 +61,8 @@ from ..providers import (
 from ..providers.base import wire_texts
 from ..tools.builtin.complete import NAME as COMPLETE
 from ..tools.builtin.complete import completes, how_to_finish
+from ..tools.builtin.jobs import LOG_FOLDER as JOBS
+from ..tools.builtin.jobs import ended_notice as job_ended
 from .context import (
     KEEP_SHARE,
     SUMMARY_REQUEST,
@@ -213,6 +215,8 @@ class Agent:
         if self.window is not None:  # the files hold what tools printed, not their cut
             session.keep_output(SAVED_OUTPUT_LIMIT)
         self._outputs: Path | None = None
+        if self.conversation.folder is not None:
+            session.keep_jobs_in(self.conversation.folder / JOBS)
         self.counter: TokenCounter = counter or Estimate()
         """Counts the requests and replies the provider reports no usage for."""
         self.spend = spend or Spend(Pricing(model, provider.name, provider.url or None))
@@ -229,6 +233,10 @@ class Agent:
         needed (a resumed conversation's first replies may be cut at a call)."""
         self._template: int | None = None
         """Those added tokens (a default system prompt, say), once counted."""
+        self._live_report = False
+        """Whether ``_reported`` is a request of this run: the log does not keep the system
+        prompt and tools a logged request was sent with (a resumed run may have others), so
+        a logged report is no base to count a longer request from."""
 
     def run(self, prompt: str) -> RunResult:
         """:meth:`send` ``prompt``, and what came of it."""
@@ -241,16 +249,30 @@ class Agent:
     def send(self, prompt: str) -> Outcome:
         """Add a user message and work until the model answers without a call (in an
         autonomous run: calls complete), or a limit stops it."""
+        self._tell_job_ends()
         self.conversation.append(Message("user", prompt))
         with telemetry.current().turn(self.model):
             return self.resume()
 
     def resume(self) -> Outcome:
-        """Continue from the current state (after a resume, or after tool results)."""
+        """Continue from the current state (after a resume, or after tool results). A time
+        limit ends the background jobs too."""
+        outcome = self._work()
+        if outcome is Outcome.TIME_LIMIT:
+            self.session.stop_jobs()
+        return outcome
+
+    def _tell_job_ends(self) -> None:
+        """One line for each background job that ended since the model last heard of it."""
+        for job in self.session.job_notices():
+            self._record(system(job_ended(job), job_ended=job.id, job_state=job.state))
+
+    def _work(self) -> Outcome:
         self._answer_unfinished()
         self.session.deadline = self.spend.deadline
         fruitless = 0
         for _ in range(self.max_steps):
+            self._tell_job_ends()
             request = self._fitted()
             refused = self._refusal(request)
             if refused is not None:
@@ -480,7 +502,7 @@ class Agent:
         """The input tokens of ``request``: the provider's count of the last request it
         reported, when that request is a prefix of this one, plus a count of what was added
         since; else the counter's count of all of it."""
-        if self._reported is not None:
+        if self._reported is not None and self._live_report:
             last, usage = self._reported
             known = len(last.messages)
             if last.system == request.system and last.tools == request.tools \
@@ -547,6 +569,7 @@ class Agent:
         else:
             usage, counted = reported, None
             self._reported, self._template = (request, reported), None
+            self._live_report = True
         cost = self.spend.add(usage, estimated=counted == "estimate")
         run.end(usage=usage.as_dict(), counted=counted,
                 cost_usd=None if cost is None else float(cost), **ending)

@@ -56,9 +56,26 @@ class ModelStats:
 
 
 @dataclass(slots=True)
+class JobStats:
+    """Background jobs: how many started, and how they ended as far as the model heard (the
+    others ran until their conversation or its time limit ended)."""
+
+    started: int = 0
+    ended: int = 0
+    """Ended by themselves."""
+    killed: int = 0
+    """Ended by the model, or stopped for writing too much."""
+
+    @property
+    def stopped(self) -> int:
+        return self.started - self.ended - self.killed
+
+
+@dataclass(slots=True)
 class Stats:
     tools: dict[str, ToolStats] = field(default_factory=dict)
     models: dict[str, ModelStats] = field(default_factory=dict)
+    jobs: JobStats = field(default_factory=JobStats)
 
     @property
     def cost(self) -> Decimal | None:
@@ -80,12 +97,32 @@ def collect(conversations: Iterable[Sequence[Message]],
     it knows the model and by ``genai-prices`` elsewhere."""
     stats = Stats()
     for messages in conversations:
+        started: set[int] = set()
+        fates: dict[int, str] = {}
         for message in messages:
             if message.reply is not None and message.reply.model:
                 _count_reply(stats, message.reply, prices)
             elif message.call is not None:
                 _count_call(stats, message.call)
+            _follow_jobs(message, started, fates)
+        stats.jobs.started += len(started)
+        stats.jobs.ended += sum(fates.get(job) == "ended" for job in started)
+        stats.jobs.killed += sum(fates.get(job) in ("killed", "overflowed") for job in started)
     return stats
+
+
+def _follow_jobs(message: Message, started: set[int], fates: dict[int, str]) -> None:
+    """Note a job the message started (a shell result's ``job``) or the end it reports (a
+    jobs result's or an end notice's ``job_state``)."""
+    metadata = message.metadata
+    job = metadata.get("job", metadata.get("job_ended"))
+    if not isinstance(job, int) or isinstance(job, bool):
+        return
+    state = metadata.get("job_state")
+    if message.tool == "shell":
+        started.add(job)
+    elif isinstance(state, str) and state != "running":
+        fates[job] = state
 
 
 def _count_call(stats: Stats, call: CallRecord) -> None:

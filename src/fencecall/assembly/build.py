@@ -166,7 +166,9 @@ def session(env: Environment, config: Config, chain: Toolchain, *, confirm: Conf
     with it."""
     return kind(chain, workspace=env.settings.workspace, confirm=confirm,
                 extra_roots=env.settings.roots[1:], hooks=hooks, sandbox=env.sandbox,
-                pass_env=config.pass_env, secrets=env.secrets, mcp_servers=servers, **extra)
+                pass_env=config.pass_env, secrets=env.secrets, mcp_servers=servers,
+                background_after=env.settings.background_after,
+                max_jobs=env.settings.max_jobs, **extra)
 
 
 def agent(settings: RunSettings, config: Config, model: Provider, run_session: Session,

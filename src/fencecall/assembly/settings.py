@@ -74,6 +74,8 @@ class Overrides:
     autonomous: bool | None = None
     """Nobody reads the replies: only the complete tool ends the run done."""
     compaction: Compaction | None = None
+    background_after: float | None = None
+    """Seconds a shell command runs before it goes on as a background job (0: never)."""
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> Overrides:
@@ -120,6 +122,9 @@ class RunSettings:
     """How a history that outgrows the window is kept inside it (:mod:`fencecall.agent.context`)."""
     result_share: float = 0.25
     """A tool result above this share of the window is saved to a file instead."""
+    background_after: float | None = 15.0
+    """Seconds a shell command runs before it goes on as a background job (None: never)."""
+    max_jobs: int = 8
 
     @property
     def model_name(self) -> str:
@@ -192,7 +197,9 @@ def resolve(config: Config, *overrides: Overrides, env: Mapping[str, str] | None
                             config.limits.time)),
         price=per_model.price,
         autonomous=bool(first(lambda o: o.autonomous, config.autonomous)),
-        compaction=compaction, result_share=config.result_share)
+        compaction=compaction, result_share=config.result_share,
+        background_after=first(lambda o: o.background_after, config.background_after) or None,
+        max_jobs=config.max_jobs)
 
 
 def _format(name: str | None, configured: CallFormat) -> CallFormat:

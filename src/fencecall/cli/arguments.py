@@ -73,6 +73,10 @@ def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | Non
                              "workspace and --root folders), or off")
     parser.add_argument("--network", action="store_true", default=None,
                         help="let sandboxed commands reach the network")
+    parser.add_argument("--background-after", type=_at_least(0.0, float), default=None,
+                        metavar="SECONDS",
+                        help="a shell command still running after SECONDS goes on as a "
+                             "background job instead of being killed (default: 15; 0: never)")
     parser.add_argument("--mcp", action="append", default=[], metavar="NAME=COMMAND",
                         help="use an MCP server's tools (as NAME.TOOL): a command started "
                              "over stdio, or a Streamable HTTP URL (repeatable)")

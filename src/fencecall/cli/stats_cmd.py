@@ -59,6 +59,11 @@ def show(stats: Stats, console: Console, title: str) -> None:
                        str(tokens["cache_write_tokens"]), _money(model.cost))
     console.print(tools)
     console.print(models)
+    jobs = stats.jobs
+    if jobs.started:
+        console.print(f"Background jobs: {jobs.started} started, {jobs.ended} ended by "
+                      f"themselves, {jobs.killed} killed, {jobs.stopped} stopped when their "
+                      "conversation ended")
     console.print(f"Total cost: {_money(stats.cost)}")
     if any(model.counted or model.estimated for model in stats.models.values()):
         console.print("Counted replies were stopped at their first call (or their stream "
@@ -84,5 +89,7 @@ def as_json(stats: Stats, names: list[str]) -> dict[str, Any]:
                           "estimated": m.estimated, "unmetered": m.unmetered, **m.tokens,
                           "cost_usd": money(m.cost)}
                    for name, m in stats.models.items()},
+        "jobs": {"started": stats.jobs.started, "ended": stats.jobs.ended,
+                 "killed": stats.jobs.killed, "stopped": stats.jobs.stopped},
         "cost_usd": money(stats.cost),
     }

@@ -23,9 +23,13 @@ from ..parsing import MARKDOWN, Diagnostic, FormatLike, ToolCall, parse
 from ..secrecy import Redactor, tool_environment
 from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, Toolchain
 from ..tools.events import SESSION_END, SESSION_START, SessionEvent
+from ..tools.runtime.jobs import JobManager, JobView
+from ..tools.runtime.netns import SharedNetwork
 from ..tools.runtime.output import DEFAULT_LIMIT as DEFAULT_OUTPUT_LIMIT
-from ..tools.runtime.sandbox import Sandbox, SandboxPolicy, choose_sandbox
+from ..tools.runtime.reaper import sweep_once
+from ..tools.runtime.sandbox import Sandbox, SandboxPolicy, choose_sandbox, share_network
 from ..tools.runtime.scratch import make_scratch, remove_stale_once
+from ..tools.runtime.shell_session import DISK_LIMIT
 
 if TYPE_CHECKING:
     from ..tools.mcp.servers import McpServers
@@ -45,7 +49,9 @@ class Session:
     environment plus ``pass_env`` (names or globs); the values of ``secrets`` (name → value)
     never reach them and are redacted from every result. Resources created through
     :meth:`resource` are closed by :meth:`close`, and so are ``mcp_servers`` (the MCP
-    servers whose tools the toolchain holds) when given.
+    servers whose tools the toolchain holds) when given. A shell command still running after
+    ``background_after`` seconds (None: never) goes on as one of at most ``max_jobs``
+    background :attr:`jobs`, which end with the session.
     """
 
     def __init__(self, toolchain: Toolchain, *, workspace: Path | str | None = None,
@@ -54,8 +60,10 @@ class Session:
                  sandbox: Sandbox | SandboxPolicy | str = SandboxPolicy.WORKSPACE_WRITE,
                  network: bool = False, pass_env: Iterable[str] = (),
                  secrets: Mapping[str, str] | None = None,
-                 mcp_servers: McpServers | None = None):
+                 mcp_servers: McpServers | None = None,
+                 background_after: float | None = 15.0, max_jobs: int = 8):
         remove_stale_once()
+        sweep_once()
         self.toolchain = toolchain
         self._workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self._roots = (self._workspace, *(Path(r).resolve() for r in extra_roots))
@@ -74,6 +82,12 @@ class Session:
             # One /tmp per conversation, shared by its shell and python, as it is unsandboxed.
             self._tmp = make_scratch("tmp")
             self._sandbox = replace(self._sandbox, tmp=self._tmp)
+        self._background_after = background_after
+        self._max_jobs = max_jobs
+        self._job_logs: Path | None = None
+        self._own_job_logs: Path | None = None
+        self._network_shared = False
+        self._own_network: SharedNetwork | None = None
         self._pass_env = tuple(pass_env)
         self._secrets = dict(secrets or {})
         self.redact = Redactor(self._secrets)
@@ -118,12 +132,57 @@ class Session:
             self._read_roots = (*self._read_roots, folder)
 
     @property
+    def jobs(self) -> JobManager:
+        """The background jobs of the conversation (made on first use)."""
+        return self.resource("jobs", lambda: JobManager(
+            self._jobs_folder, output_limit=self._output_limit, disk_limit=DISK_LIMIT,
+            max_jobs=self._max_jobs, background_after=self._background_after))
+
+    def keep_jobs_in(self, folder: Path) -> None:
+        """Keep the jobs' logs in ``folder`` (in a conversation's own folder, which no tool
+        writes; made private at the first job) rather than a temporary one."""
+        self._job_logs = folder
+
+    def _jobs_folder(self) -> Path:
+        if self._job_logs is None:
+            self._own_job_logs = self._job_logs = make_scratch("jobs")
+        else:
+            self._job_logs.mkdir(mode=0o700, exist_ok=True)
+        self.allow_reading(self._job_logs)  # the model may read a whole log
+        return self._job_logs
+
+    def job_notices(self) -> list[JobView]:
+        """The jobs that ended since the model last heard of them (each once)."""
+        with self._lock:
+            jobs: JobManager | None = self._resources.get("jobs")
+        return [] if jobs is None else jobs.notices()
+
+    def stop_jobs(self) -> list[int]:
+        """End every running job (a time limit ends them); their ids."""
+        with self._lock:
+            jobs: JobManager | None = self._resources.get("jobs")
+        return [] if jobs is None else jobs.stop_all()
+
+    @property
     def hooks(self) -> HookRegistry:
         return self._hooks
 
     @property
     def sandbox(self) -> Sandbox:
-        return self._sandbox
+        """Where the session's processes run. Made on first use to share one loopback among
+        them (see :func:`share_network`), so a server a command started is reachable from
+        the later ones."""
+        with self._lock:
+            if not self._network_shared and not self._closed:
+                self._network_shared = True
+                given = self._sandbox.shared_network
+                self._sandbox, why = share_network(self._sandbox)
+                if self._sandbox.shared_network is not given:
+                    self._own_network = self._sandbox.shared_network
+                if why is not None and self._sandbox.enforced and not self._sandbox.network:
+                    warnings.warn(f"background jobs' ports cannot be reached from later "
+                                  f"commands: {why}", RuntimeWarning, stacklevel=2)
+            return self._sandbox
 
     def confirm(self, request: ConfirmRequest) -> bool:
         return self._confirm(request)
@@ -183,15 +242,21 @@ class Session:
             if self._closed:
                 return
             self._closed = True
-            resources = list(self._resources.values())
+            # the jobs first: a job's processes end before the shell's folders go
+            resources = sorted(self._resources.values(),
+                               key=lambda value: not isinstance(value, JobManager))
             self._resources.clear()
         self._hooks.run(SESSION_END, SessionEvent(self))
         for value in resources:
             _close(value)
         if self.mcp_servers is not None:
             self.mcp_servers.close()
+        if self._own_network is not None:
+            self._own_network.close()
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
+        if self._own_job_logs is not None:
+            shutil.rmtree(self._own_job_logs, ignore_errors=True)
 
     def __enter__(self) -> Session:
         return self

@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..parsing import ToolCall
 from .hooks import HookRegistry
+from .runtime.jobs import JobManager
 from .runtime.sandbox import Sandbox
 
 R = TypeVar("R")
@@ -60,6 +61,11 @@ class ToolContext(Protocol):
 
     @property
     def hooks(self) -> HookRegistry: ...
+
+    @property
+    def jobs(self) -> JobManager:
+        """The conversation's background jobs (shell commands that went on running)."""
+        ...
 
     @property
     def sandbox(self) -> Sandbox:

@@ -95,6 +95,13 @@ class Toolchain:
             for entry in allowlist:
                 for spec in _select(entry, known, root):
                     chosen.setdefault(spec.name, spec)
+        first_of: dict[str, ToolSpec] = {}
+        for spec in known:
+            first_of.setdefault(spec.name, spec)
+        for spec in list(chosen.values()):
+            for name in spec.requires:
+                if name in first_of:
+                    chosen.setdefault(name, first_of[name])
         return cls(tuple(_initialise(spec) for spec in chosen.values()))
 
     def get(self, name: str) -> ToolSpec | None:

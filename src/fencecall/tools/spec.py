@@ -95,6 +95,8 @@ class ToolSpec:
     hints: frozenset[str] = frozenset()
     hooks: tuple[Hook[Any], ...] = ()
     commands: tuple[Command, ...] = ()
+    requires: tuple[str, ...] = ()
+    """Tools loaded along with this one wherever it is (the shell's jobs tool)."""
     init: Callable[[], ToolSpec] | None = None
     confirm: bool | Callable[[ToolInvocation], bool] = False
     preview: Callable[[ToolInvocation], str | None] | None = None

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...errors import ToolError
 from ...message import Message, system
+from ...parsing import FormatLike
 from ..arguments import Parameter
 from ..runtime.output import fenced
 from ..runtime.shell_policy import is_read_only
 from ..runtime.shell_session import DISK_LIMIT, ShellResult, ShellSession
 from ..spec import Example, ToolInvocation, ToolSpec
+from .jobs import how_to_follow
 
 DEFAULT_TIMEOUT = 60
 
@@ -17,7 +21,7 @@ def _shell(invocation: ToolInvocation) -> ShellSession:
     context = invocation.context
     return context.resource("shell", lambda: ShellSession(
         context.workspace, env=context.tool_env(), output_limit=context.output_limit,
-        sandbox=context.sandbox))
+        sandbox=context.sandbox, jobs=context.jobs))
 
 
 def runs_read_only(invocation: ToolInvocation) -> bool:
@@ -27,7 +31,8 @@ def runs_read_only(invocation: ToolInvocation) -> bool:
     return invocation.context.sandbox.enforced and is_read_only(invocation.kwargs["command"])
 
 
-def format_result(command: str, result: ShellResult, timeout: float) -> str:
+def format_result(command: str, result: ShellResult, timeout: float,
+                  fmt: FormatLike = "markdown") -> str:
     first_line = command.strip().split("\n")[0]  # only \n ends a line for bash
     shown = first_line if len(first_line) <= 80 else first_line[:77] + "..."
     parts = [f"Ran command: `{shown}`" if "`" not in shown else f"Ran command: {shown}"]
@@ -37,7 +42,15 @@ def format_result(command: str, result: ShellResult, timeout: float) -> str:
         parts.append(fenced("stderr", result.stderr))
     if not result.stdout and not result.stderr:
         parts.append("No output.")
-    if result.overflowed:
+    if result.job is not None:
+        if result.running_for is not None:
+            parts.append(f"Still running after {result.running_for:g} s: it goes on in the "
+                         f"background as job {result.job}.")
+        else:
+            parts.append(f"Exit code: {result.exit_code}, and it left processes running in "
+                         f"the background: they are job {result.job}.")
+        parts.append(how_to_follow(result.job, fmt))
+    elif result.overflowed:
         parts.append(f"The command wrote more than {DISK_LIMIT // 2**20} MB of output and was "
                      "stopped, with its child processes; write big output to a file in the "
                      "workspace and look at parts of it.")
@@ -46,6 +59,8 @@ def format_result(command: str, result: ShellResult, timeout: float) -> str:
                      "were killed.")
     else:
         parts.append(f"Exit code: {result.exit_code}")
+    if result.note:
+        parts.append(result.note)
     if result.restarted:
         parts.append(f"The shell was restarted ({result.restarted}).")
     return "\n\n".join(parts)
@@ -55,16 +70,21 @@ def execute_shell(invocation: ToolInvocation) -> Message:
     command = invocation.kwargs["command"]
     if not command.strip():
         raise ToolError("shell: the command is empty; put the command in the block.")
-    timeout = invocation.kwargs.get("timeout", DEFAULT_TIMEOUT)
-    if timeout <= 0:
+    given = invocation.kwargs.get("timeout")
+    if given is not None and given <= 0:
         raise ToolError("shell: timeout must be a positive number of seconds.")
+    timeout = DEFAULT_TIMEOUT if given is None else given
     left = invocation.context.time_left()
     if left is not None and left < timeout:  # the run's time limit ends the command too
         timeout = max(left, 0.001)
+    # a timeout the model gave is a deadline; without one, a long command becomes a job
+    background_after = invocation.context.jobs.background_after if given is None else None
     result = _shell(invocation).run(command, timeout=timeout,
-                                    read_only=runs_read_only(invocation))
-    return system(format_result(command, result, timeout),
-                  exit_code=result.exit_code, timed_out=result.timed_out)
+                                    read_only=runs_read_only(invocation),
+                                    background_after=background_after)
+    job: dict[str, Any] = {"job": result.job} if result.job is not None else {}
+    return system(format_result(command, result, timeout, invocation.call.format),
+                  exit_code=result.exit_code, timed_out=result.timed_out, **job)
 
 
 tool = ToolSpec(
@@ -72,20 +92,23 @@ tool = ToolSpec(
     desc="Run commands in a persistent bash shell (cwd and variables persist between calls).",
     instructions=(
         "Commands run in the workspace without a terminal; stdin is empty, so avoid "
-        "interactive programs (use flags like -y, and `git --no-pager`). Each call has a "
-        f"timeout ({DEFAULT_TIMEOUT} s unless given); long output is cut in the middle."),
+        "interactive programs (use flags like -y, and `git --no-pager`). A long command goes "
+        "on as a background job (see jobs), or is killed at its timeout if given; long output "
+        "is cut in the middle."),
     execute=execute_shell,
     block_types=("shell", "bash", "sh"),
     parameters=(
         Parameter("command", description="The commands to run."),
-        Parameter("timeout", "integer", "Seconds before the command is killed.",
-                  required=False, default=DEFAULT_TIMEOUT),
+        Parameter("timeout", "integer",
+                  "Seconds before the command is killed (else a long one becomes a job).",
+                  required=False),
     ),
     content_param="command",
     load_priority=-30,  # the tools most tasks need come first in the prompt
     confirm=lambda invocation: not runs_read_only(invocation),
     preview=lambda invocation: invocation.kwargs["command"],
     hints=frozenset({"exec"}),
+    requires=("jobs",),  # its background jobs are read and ended there
     examples=(
         Example.user("list the files"),
         Example.call(command="ls"),

@@ -3,17 +3,23 @@
 Each command is written to a file and sourced by the same bash, so ``cd`` and ``export``
 persist between calls. Its stdout and stderr go to their own files and its stdin is
 ``/dev/null`` (a command waiting for input gets end-of-file instead of hanging the session).
-bash runs in a session of its own; on timeout every process of that session but bash itself
-is killed (TERM, then KILL), which takes down whole pipelines and their children. If bash
-itself is stuck (a builtin loop) or dies (``exit``), it is restarted and the result says so.
+Every process bash starts stays below the process fencecall started, whatever session it
+moves to: unsandboxed, bash runs under a reaper that adopts orphans and kills them all when
+fencecall dies; sandboxed, under bwrap's init in a pid namespace. On timeout every process
+below bash is killed (TERM, then KILL). If bash itself is stuck (a builtin loop) or dies
+(``exit``), it is restarted and the result says so.
+
+With a job manager, a command still running after ``background_after`` seconds, or one that
+returned leaving processes behind (``cmd &``), is not killed: the whole bash that runs it
+goes to the manager as a background job (see :mod:`.jobs`), and the next command starts a
+new bash from the old one's working directory and exported variables.
 
 With an enforced :class:`Sandbox`, bash runs inside bwrap. Its scratch folder is the only
 place it shares with fencecall, so fencecall treats what is there as hostile: every file name
 is new and random, and files are read without following symlinks. Its /tmp is a folder of
-the session's (under ``WORKSPACE_WRITE``) rather than an empty tmpfs. A timeout kills every
-process of the sandbox but bash, including those that left bash's session or process tree. A
-``read_only`` run happens in a fresh read-only sandbox that sees the persistent shell's
-working directory, exported variables and /tmp but cannot change them.
+the session's (under ``WORKSPACE_WRITE``) rather than an empty tmpfs. A ``read_only`` run
+happens in a fresh read-only sandbox that sees the persistent shell's working directory,
+exported variables and /tmp but cannot change them.
 """
 
 from __future__ import annotations
@@ -30,18 +36,13 @@ import subprocess
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
+from .jobs import JobError, JobManager
 from .output import cut_note
 from .paths import host_program
-from .processes import (
-    StartGate,
-    descendants,
-    kill_group,
-    live_processes,
-    sandboxed_pid,
-    session_members,
-    start_process,
-)
+from .processes import StartGate, kill_group, live_processes, start_process
+from .reaper import kill_tree, reaped, tree
 from .sandbox import Sandbox, SandboxPolicy
 from .scratch import make_scratch
 
@@ -68,6 +69,12 @@ class ShellResult:
     """Why the shell had to be restarted (cwd and variables were reset), if it was."""
     overflowed: bool = False
     """The command wrote more than the disk limit of output and was stopped."""
+    job: int | None = None
+    """The command goes on as this background job (the output is what it wrote so far)."""
+    running_for: float | None = None
+    """Seconds it had run when it became a job (None: it returned, leaving processes)."""
+    note: str | None = None
+    """Anything else the model should know (processes it left that were killed)."""
 
 
 def _create(path: Path, text: str) -> None:
@@ -109,17 +116,222 @@ def _read_regular(path: Path, limit: int) -> str:
     return f"{head}\n{cut_note(cut, 'bytes')}\n{tail}"
 
 
+def _cut_bytes(data: bytes, limit: int) -> str:
+    """``data`` as text, its head and tail kept when it exceeds ``limit`` bytes."""
+    half = limit // 2
+    if len(data) <= 2 * half:
+        return data.decode("utf-8", errors="replace")
+    head = data[:half].decode("utf-8", errors="replace")
+    tail = data[-half:].decode("utf-8", errors="replace")
+    return f"{head}\n{cut_note(len(data) - 2 * half, 'bytes')}\n{tail}"
+
+
+def _first_child(pid: int) -> int | None:
+    """The oldest child of ``pid``: the kernel lists children in the order they were made
+    (orphans adopted later go to the end)."""
+    try:
+        words = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:  # a kernel without the children file: the lowest pid
+        words = sorted((str(info.pid) for info in live_processes() if info.ppid == pid),
+                       key=int)
+    return int(words[0]) if words else None
+
+
+_Why = Literal["marker", "timeout", "overflow", "dead"]
+
+
+class _Bash:
+    """One bash process and the line protocol fencecall speaks with it: commands in on its
+    stdin, a marker with their exit status out on its stdout. Sandboxed, it runs in bwrap
+    (whose init is pid 1 of the sandbox, bash pid 2); otherwise under a reaper, which adopts
+    every orphan. Either way each process bash starts stays below :attr:`proc` in the process
+    tree, whatever session or process group it moves to."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], sandboxed: bool):
+        self.proc = proc
+        self._sandboxed = sandboxed
+        self._buffer = b""
+        self._own: frozenset[int] | None = None
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, line: str) -> bool:
+        """Write ``line`` to bash; False when it is gone."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line.encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            return False
+        return True
+
+    def wait_marker(self, marker: str, timeout: float, watch: tuple[Path, ...] = (),
+                    disk_limit: int = 0) -> tuple[int | None, _Why]:
+        """(exit status, why the wait ended): the marker came, the timeout passed, the files
+        in ``watch`` grew past ``disk_limit`` (the disk is capped, not only what is read
+        back), or bash died."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self._take(marker)
+            if status is not None:
+                return status, "marker"
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None, "timeout"
+            if watch and _written(watch) > disk_limit:
+                return None, "overflow"
+            if not self._read(min(remaining, _WATCH_EVERY)):
+                return None, "dead"
+
+    def poll_marker(self, marker: str) -> tuple[bool, int | None]:
+        """(done?, status) without waiting: done with a status once the marker came, done
+        without one once bash died."""
+        status = self._take(marker)
+        if status is not None:
+            return True, status
+        if not self._read(0):
+            return True, self.proc.poll()
+        status = self._take(marker)
+        return status is not None, status
+
+    def _take(self, marker: str) -> int | None:
+        token = f"\n{marker} ".encode()
+        at = self._buffer.find(token)
+        if at == -1:
+            return None
+        end = self._buffer.find(b"\n", at + len(token))
+        if end == -1:
+            return None
+        status = int(self._buffer[at + len(token) : end])
+        self._buffer = self._buffer[end + 1 :]
+        return status
+
+    def _read(self, timeout: float) -> bool:
+        """Read what bash wrote within ``timeout``; False at end of file (it died)."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return False
+            self._buffer += chunk
+        return True
+
+    def children(self) -> list[int]:
+        """Every process below bash: what a timeout or a kill stops. Orphans are adopted by
+        bwrap's init or the reaper, so ``setsid`` or a double fork does not escape."""
+        if self.proc.returncode is not None:
+            return []
+        below = tree(self.proc.pid)
+        if self._own is None:
+            first = _first_child(self.proc.pid)  # bwrap's init, or bash under the reaper
+            bash = _first_child(first) if first is not None and self._sandboxed else first
+            if first is None or bash is None:
+                return below
+            self._own = frozenset({first, bash})
+        return [pid for pid in below if pid not in self._own]
+
+    def kill_children(self) -> None:
+        """TERM every process below bash, then KILL what is left."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            deadline = time.monotonic() + _KILL_GRACE
+            victims = self.children()
+            for pid in victims:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+            while victims and time.monotonic() < deadline:
+                time.sleep(0.01)
+                victims = self.children()
+            if not victims:
+                return
+
+    def terminate(self) -> None:
+        """Kill bash and everything below it; reap it and close its pipes."""
+        if self.proc.returncode is None:
+            kill_tree(self.proc.pid)
+            kill_group(self.proc)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):  # a command it never read: a broken pipe
+                    stream.close()
+
+
+def _written(paths: tuple[Path, ...]) -> int:
+    total = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            total += os.lstat(path).st_blocks * 512
+    return total
+
+
+class _RetiredShell:
+    """A bash handed to a job with the command it runs (a :class:`~.jobs.Running`): the job
+    ends once bash printed ``marker`` and nothing is left below it."""
+
+    def __init__(self, bash: _Bash, marker: str, files: tuple[Path, ...]):
+        self._bash = bash
+        self._marker = marker
+        self._files = files
+        self._done = False
+        self._status: int | None = None
+
+    def poll(self) -> tuple[bool, int | None]:
+        if not self._done:
+            self._done, self._status = self._bash.poll_marker(self._marker)
+        return self._done and not self._bash.children(), self._status
+
+    def kill(self) -> None:
+        self._bash.kill_children()
+        self._bash.terminate()
+
+    def close(self) -> None:
+        self._bash.terminate()
+        _discard(*self._files)
+
+
+class _OneShot:
+    """A read-only run handed to a job (a :class:`~.jobs.Running`): bwrap and its pid
+    namespace, which ends with it."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], files: tuple[Path, ...]):
+        self._proc = proc
+        self._files = files
+
+    def poll(self) -> tuple[bool, int | None]:
+        status = self._proc.poll()
+        return status is not None, status
+
+    def kill(self) -> None:
+        if self._proc.returncode is None:
+            kill_tree(self._proc.pid)
+            kill_group(self._proc)
+
+    def close(self) -> None:
+        self.kill()
+        if self._proc.stderr is not None:
+            self._proc.stderr.close()
+        _discard(*self._files)
+
+
 class ShellSession:
-    """One bash process; :meth:`run` executes a command in it."""
+    """One bash process; :meth:`run` executes a command in it.
+
+    With ``jobs``, a command still running after ``background_after`` seconds, or one that
+    left processes behind (``cmd &``), is handed to the manager with the whole bash that runs
+    it, and the next command starts a new bash restored from the old one's state before that
+    command (its working directory and exported variables; after ``cmd &``, its state after
+    the command)."""
 
     def __init__(self, cwd: Path, *, env: dict[str, str] | None = None,
                  output_limit: int = 1_000_000, disk_limit: int = DISK_LIMIT,
-                 sandbox: Sandbox | None = None):
+                 sandbox: Sandbox | None = None, jobs: JobManager | None = None):
         self._cwd = cwd
         self._env = env
         self._output_limit = output_limit
         self._disk_limit = disk_limit
-        self._overflowed = False
+        self._jobs = jobs
         self._sandbox = sandbox or Sandbox(SandboxPolicy.OFF)
         self._dir = make_scratch("shell")
         self._own_tmp: Path | None = None
@@ -127,10 +339,10 @@ class ShellSession:
             # a folder rather than a tmpfs, so that read-only runs see the files in /tmp too
             self._own_tmp = make_scratch("tmp")
             self._sandbox = replace(self._sandbox, tmp=self._own_tmp)
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._bash: _Bash | None = None
+        self._restore: Path | None = None
+        """The state a retired bash left, which the next bash starts from."""
         self._gate = StartGate("shell")
-        self._buffer = b""
-        self._bash_pid: int | None = None
         self._start()
 
     def _environment(self) -> dict[str, str]:
@@ -141,98 +353,194 @@ class ShellSession:
         return env
 
     def _start(self) -> None:
-        argv = self._sandbox.command([_BASH, "--noprofile", "--norc"], scratch=[self._dir],
-                                     cwd=self._cwd)
-        self._proc = self._gate.start(lambda: start_process(
+        command = [_BASH, "--noprofile", "--norc"]
+        if self._sandbox.enforced:
+            argv = self._sandbox.command(command, scratch=[self._dir], cwd=self._cwd)
+        else:
+            argv = reaped(command, owner=self._dir.name)
+        proc = self._gate.start(lambda: start_process(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, cwd=self._cwd, env=self._environment(),
-            start_new_session=True))
-        self._buffer = b""
-        self._bash_pid = None
+            start_new_session=True, pass_fds=self._sandbox.pass_fds))
+        self._bash = _Bash(proc, self._sandbox.enforced)
 
     def abort(self) -> None:
-        """Kill the shell and what runs in its session now (a read-only run too), from any
-        thread, and never start it again: the command running ends, and later ones fail (a
-        batch task's stop)."""
+        """Kill the shell and what runs in it now (a read-only run too), from any thread,
+        and never start it again: the command running ends, and later ones fail (a batch
+        task's stop)."""
+        bash = self._bash
+        if bash is not None and bash.alive():
+            kill_tree(bash.proc.pid)  # first: once bash is killed its orphans go to init
         self._gate.abort()
 
     @property
     def pid(self) -> int:
-        """The process fencecall started: bash, or bwrap when sandboxed. Its session holds
-        every process of the shell that did not leave it."""
-        assert self._proc is not None
-        return self._proc.pid
+        """The process fencecall started: bwrap when sandboxed, else the reaper bash runs
+        under. Every process of the shell is below it."""
+        if self._bash is None:
+            self._start()
+        assert self._bash is not None
+        return self._bash.proc.pid
 
     def alive(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return self._bash is not None and self._bash.alive()
 
-    def run(self, command: str, timeout: float = 60.0, *,
-            read_only: bool = False) -> ShellResult:
-        """Run ``command``; wait at most ``timeout`` seconds. With ``read_only`` it runs in a
-        one-shot read-only sandbox (which needs an enforced sandbox: ValueError otherwise)."""
+    def _children(self) -> list[int]:
+        return [] if self._bash is None else self._bash.children()
+
+    def run(self, command: str, timeout: float = 60.0, *, read_only: bool = False,
+            background_after: float | None = None) -> ShellResult:
+        """Run ``command``; wait at most ``timeout`` seconds. With ``background_after`` (and
+        a job manager with room) a command still running then becomes a job instead. With
+        ``read_only`` it runs in a one-shot read-only sandbox (which needs an enforced
+        sandbox: ValueError otherwise)."""
+        if self._jobs is None or not self._jobs.room() or \
+                (background_after is not None and background_after >= timeout):
+            background_after = None
         if read_only:
             if not self._sandbox.enforced:
                 raise ValueError("read_only needs an enforced sandbox")
-            return self._run_read_only(command, timeout)
+            return self._run_read_only(command, timeout, background_after)
         token = secrets.token_hex(8)
-        script, out, err = (self._dir / f"{token}{suffix}" for suffix in (".sh", ".out", ".err"))
+        script, out, err, state = (self._dir / f"{token}{suffix}"
+                                   for suffix in (".sh", ".out", ".err", ".state"))
         _create(script, command + "\n")
+        kept: tuple[Path, ...] = ()
         try:
-            status, timed_out, restarted = self._source(script, out, err, timeout)
-            overflowed, self._overflowed = self._overflowed, False
-            return ShellResult(self._read(out), self._read(err), None if timed_out else status,
-                               timed_out and not overflowed, restarted, overflowed)
+            result, kept = self._run(command, (script, out, err, state), timeout,
+                                     background_after)
+            return result
         finally:
-            _discard(script, out, err)
+            _discard(*(path for path in (script, out, err, state) if path not in kept))
 
-    def _source(self, script: Path, out: Path, err: Path,
-                timeout: float) -> tuple[int | None, bool, str | None]:
-        """(exit status, timed out?, why bash was restarted) of sourcing ``script``."""
+    def _run(self, command: str, files: tuple[Path, Path, Path, Path], timeout: float,
+             background_after: float | None) -> tuple[ShellResult, tuple[Path, ...]]:
+        """The result, and the files a job took over or the next bash starts from."""
+        script, out, err, state = files
         restarted = None
-        if not self.alive():
+        if self._bash is None:
+            self._start()
+        elif not self._bash.alive():
             restarted = "the previous shell had exited"
             self._restart()
-        proc = self._proc
-        assert proc is not None and proc.stdin is not None
+        bash = self._bash
+        assert bash is not None
         marker = secrets.token_hex(8)
-        line = (f"source {shlex.quote(str(script))} >{shlex.quote(str(out))} "
-                f"2>{shlex.quote(str(err))} </dev/null; printf '\\n{marker} %s\\n' \"$?\"\n")
+        restore, self._restore = self._restore, None
+        line = ((f"builtin source {shlex.quote(str(restore))} >/dev/null 2>&1; "
+                 if restore is not None else "")
+                + f"{{ builtin printf 'builtin cd -- %q\\n' \"$PWD\"; builtin export -p; }} "
+                f">{shlex.quote(str(state))} 2>/dev/null; "
+                f"builtin source {shlex.quote(str(script))} >{shlex.quote(str(out))} "
+                f"2>{shlex.quote(str(err))} </dev/null; "
+                f"builtin printf '\\n{marker} %s\\n' \"$?\"\n")
         try:
-            proc.stdin.write(line.encode())
-            proc.stdin.flush()
-        except BrokenPipeError:  # it died since: start another (its pipes closed first)
-            self._restart()
-            return self._source(script, out, err, timeout)
+            if not bash.send(line):  # it died since: start another (its pipes closed first)
+                self._restart()
+                self._restore = restore
+                return self._run(command, files, timeout, background_after)
+            return self._wait(command, bash, marker, files, timeout, background_after,
+                              restarted)
+        finally:
+            if restore is not None:
+                _discard(restore)
+
+    def _wait(self, command: str, bash: _Bash, marker: str,
+              files: tuple[Path, Path, Path, Path], timeout: float,
+              background_after: float | None,
+              restarted: str | None) -> tuple[ShellResult, tuple[Path, ...]]:
+        script, out, err, state = files
+        watch = (out, err)
+        first = timeout if background_after is None else background_after
         try:
-            status, timed_out = self._wait_marker(marker, timeout, watch=(out, err))
+            status, why = bash.wait_marker(marker, first, watch, self._disk_limit)
+            if why == "timeout" and background_after is not None:
+                job = self._retire(command, bash, marker, (script, out, err), restore=state,
+                                   ran_for=first)
+                if job is not None:
+                    return job, (script, out, err, state)
+                status, why = bash.wait_marker(marker, timeout - first, watch,
+                                               self._disk_limit)
         except KeyboardInterrupt:  # Ctrl-C: stop the command too, keep the shell
-            self._kill_children()
-            self._wait_marker(marker, _KILL_GRACE * 2)
+            bash.kill_children()
+            bash.wait_marker(marker, _KILL_GRACE * 2)
             raise
-        if status is None and timed_out:
-            self._kill_children()
-            status, _ = self._wait_marker(marker, _KILL_GRACE * 2)
+        note = None
+        if why == "marker" and self._jobs is not None and bash.children():
+            job = self._retire_left_behind(command, bash, (script, out, err), status)
+            if job is not None:
+                return job, (script, out, err)
+            bash.kill_children()
+            note = (f"It left processes running in the background, which were killed: "
+                    f"{self._jobs.max_jobs} jobs are running already (the limit).")
+        if why in ("timeout", "overflow"):
+            bash.kill_children()
+            status, _ = bash.wait_marker(marker, _KILL_GRACE * 2)
         if status is None:
-            reason = ("the command did not stop on timeout" if timed_out
+            reason = ("the command did not stop on timeout" if why != "dead"
                       else "the command exited the shell")
             try:
-                exit_code = proc.wait(timeout=_KILL_GRACE) if not timed_out else None
+                status = bash.proc.wait(timeout=_KILL_GRACE) if why == "dead" else None
             except subprocess.TimeoutExpired:
-                exit_code = None
+                status = None
             self._restart()
             restarted = f"{reason}; cwd and variables were reset"
-            status = exit_code
-        return status, timed_out, restarted
+        stopped = why in ("timeout", "overflow")
+        return ShellResult(self._read(out), self._read(err), None if stopped else status,
+                           why == "timeout", restarted, why == "overflow",
+                           note=note), ()
 
-    def _run_read_only(self, command: str, timeout: float) -> ShellResult:
+    def _retire(self, command: str, bash: _Bash, marker: str, files: tuple[Path, ...], *,
+                restore: Path, ran_for: float) -> ShellResult | None:
+        """Hand ``bash``, still running ``command``, to the jobs; the next bash starts from
+        ``restore``. None where no job may start."""
+        assert self._jobs is not None
+        try:
+            job, so_far = self._jobs.adopt(command, _RetiredShell(bash, marker, files),
+                                           files[1:], ran_for=ran_for)
+        except JobError:
+            return None
+        self._bash, self._restore = None, restore
+        return self._job_result(job, so_far, running_for=ran_for)
+
+    def _retire_left_behind(self, command: str, bash: _Bash, files: tuple[Path, ...],
+                            status: int | None) -> ShellResult | None:
+        """Hand ``bash``, whose command returned but left processes running, to the jobs:
+        the job ends when they have all ended, with the exit status of the last one bash
+        started (``$!``). The next bash starts from this one's state now."""
+        assert self._jobs is not None
+        after = self._exported_state(self._dir / f"{secrets.token_hex(8)}.state")
+        marker = secrets.token_hex(8)
+        if not bash.send(f"builtin wait $! 2>/dev/null; "
+                         f"builtin printf '\\n{marker} %s\\n' \"$?\"\n"):
+            return None
+        try:
+            job, so_far = self._jobs.adopt(command, _RetiredShell(bash, marker, files),
+                                           files[1:])
+        except JobError:
+            if after is not None:
+                _discard(after)
+            return None
+        self._bash, self._restore = None, after
+        return self._job_result(job, so_far, running_for=None, returned=status)
+
+    def _job_result(self, job: int, so_far: tuple[bytes, ...], *,
+                    running_for: float | None, returned: int | None = None) -> ShellResult:
+        stdout, stderr = (_cut_bytes(data, self._output_limit) for data in so_far)
+        return ShellResult(stdout, stderr, returned, job=job, running_for=running_for)
+
+    def _run_read_only(self, command: str, timeout: float,
+                       background_after: float | None) -> ShellResult:
         """Run ``command`` in a fresh read-only sandbox, in the persistent shell's working
         directory and with its exported variables; the persistent shell is left as it was.
         The run shares the scratch folder, where every name is new and random, so nothing it
         leaves there is ever used again."""
         token = secrets.token_hex(8)
-        state = self._exported_state(self._dir / f"{token}.state")
+        own_state = self._dir / f"{token}.state"
+        state = self._restore if self._bash is None else self._exported_state(own_state)
         script, out, err, tmp = (self._dir / f"{token}{suffix}"
                                  for suffix in (".sh", ".out", ".err", ".tmp"))
+        kept = False
         try:
             _create(script, command + "\n")
             tmp.mkdir()
@@ -243,9 +551,24 @@ class ShellSession:
             proc = self._gate.start(lambda: start_process(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE, cwd=self._cwd, start_new_session=True,
-                env={} if state else self._environment()))
+                env={} if state else self._environment(), pass_fds=self._sandbox.pass_fds))
+            first = timeout if background_after is None else background_after
             try:
-                _, setup_errors = proc.communicate(timeout=timeout)
+                try:
+                    _, setup_errors = proc.communicate(timeout=first)
+                except subprocess.TimeoutExpired:
+                    if background_after is None:
+                        raise
+                    assert self._jobs is not None
+                    try:
+                        job, so_far = self._jobs.adopt(
+                            command, _OneShot(proc, (script, out, err, tmp)), (out, err),
+                            ran_for=background_after)
+                    except JobError:
+                        _, setup_errors = proc.communicate(timeout=timeout - first)
+                    else:
+                        kept = True
+                        return self._job_result(job, so_far, running_for=background_after)
             except subprocess.TimeoutExpired:
                 kill_group(proc)
                 return ShellResult(self._read(out), self._read(err), None, True)
@@ -255,119 +578,41 @@ class ShellSession:
             stderr = setup_errors.decode("utf-8", errors="replace") + self._read(err)
             return ShellResult(self._read(out), stderr, proc.returncode)
         finally:
-            _discard(script, out, err, tmp, self._dir / f"{token}.state")
+            if not kept:
+                _discard(script, out, err, tmp)
+            _discard(own_state)
 
     def _exported_state(self, path: Path) -> Path | None:
         """``path``, once the persistent shell wrote there a script that recreates its working
         directory and exported variables; None when it is not running or does not answer."""
-        if not self.alive():
+        bash = self._bash
+        if bash is None or not bash.alive():
             return None
-        proc = self._proc
-        assert proc is not None and proc.stdin is not None
         marker = secrets.token_hex(8)
         line = (f"{{ builtin printf 'builtin cd -- %q\\n' \"$PWD\"; builtin export -p; }} "
                 f">{shlex.quote(str(path))} 2>/dev/null; "
                 f"builtin printf '\\n{marker} %s\\n' 0\n")
-        try:
-            proc.stdin.write(line.encode())
-            proc.stdin.flush()
-        except BrokenPipeError:
+        if not bash.send(line):
             return None
-        status, _ = self._wait_marker(marker, _STATE_TIMEOUT)
+        status, _ = bash.wait_marker(marker, _STATE_TIMEOUT)
         return path if status is not None else None
-
-    def _wait_marker(self, marker: str, timeout: float,
-                     watch: tuple[Path, ...] = ()) -> tuple[int | None, bool]:
-        """(exit status, timed out?) once bash prints the marker; status None if it died.
-        Output files in ``watch`` that grow past the disk limit end the wait like a timeout
-        (and set ``_overflowed``): the disk is capped, not only what is read back."""
-        proc = self._proc
-        assert proc is not None and proc.stdout is not None
-        token = f"\n{marker} ".encode()
-        deadline = time.monotonic() + timeout
-        fd = proc.stdout.fileno()
-        while True:
-            at = self._buffer.find(token)
-            if at != -1:
-                end = self._buffer.find(b"\n", at + len(token))
-                if end != -1:
-                    status = int(self._buffer[at + len(token) : end])
-                    self._buffer = self._buffer[end + 1 :]
-                    return status, False
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None, True
-            if watch and self._written(watch) > self._disk_limit:
-                self._overflowed = True
-                return None, True
-            ready, _, _ = select.select([fd], [], [], min(remaining, _WATCH_EVERY))
-            if ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    return None, False
-                self._buffer += chunk
-
-    @staticmethod
-    def _written(paths: tuple[Path, ...]) -> int:
-        total = 0
-        for path in paths:
-            with contextlib.suppress(OSError):
-                total += os.lstat(path).st_blocks * 512
-        return total
-
-    def _kill_children(self) -> None:
-        """TERM every process of the shell but bash, then KILL what is left."""
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            deadline = time.monotonic() + _KILL_GRACE
-            victims = self._children()
-            for pid in victims:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
-            while victims and time.monotonic() < deadline:
-                time.sleep(0.01)
-                victims = self._children()
-            if not victims:
-                return
-
-    def _children(self) -> list[int]:
-        """The processes a timeout stops: unsandboxed, bash's session but bash; sandboxed,
-        everything in the sandbox but bash and bwrap's init. Orphans there are re-parented
-        to that init and nothing can leave the pid namespace, so ``setsid`` or a double fork
-        does not escape."""
-        if self._proc is None:
-            return []
-        if not self._sandbox.enforced:
-            return [pid for pid in session_members(self.pid) if pid != self.pid]
-        table = live_processes()
-        if self._bash_pid is None:
-            self._bash_pid = sandboxed_pid(self.pid, table)
-        init = next((info.ppid for info in table if info.pid == self._bash_pid), None)
-        if init is None:
-            return []
-        return [pid for pid in descendants(init, table) if pid != self._bash_pid]
 
     def _read(self, path: Path) -> str:
         return _read_regular(path, self._output_limit)
 
     def _restart(self) -> None:
-        self._terminate()
+        if self._bash is not None:
+            self._bash.kill_children()
+            self._bash.terminate()
         self._start()
 
-    def _terminate(self) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        kill_group(proc)
-        self._kill_children()
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):  # a command it never read: a broken pipe
-                    stream.close()
-        self._proc = None
-
     def close(self) -> None:
-        """Stop bash and everything it started; remove the scratch folder."""
-        self._terminate()
+        """Stop bash and everything it started; remove the scratch folder (a job's files
+        stay open where it runs on)."""
+        if self._bash is not None:
+            self._bash.kill_children()
+            self._bash.terminate()
+            self._bash = None
         shutil.rmtree(self._dir)
         if self._own_tmp is not None:
             shutil.rmtree(self._own_tmp)
