@@ -67,9 +67,10 @@ def test_a_server_the_model_starts_is_a_job_its_later_calls_reach(
     assert gone(str(port), within=2)  # the run ended: so did its job
 
 
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 @pytest.mark.parametrize("sandbox", SANDBOXES)
-def test_kill_9_of_fencecall_ends_its_jobs(sandbox: str, tmp_path: Path,
-                                          workspace: Path) -> None:
+def test_kill_9_sigterm_or_ctrl_c_of_fencecall_ends_its_jobs(
+        sandbox: str, signum: int, tmp_path: Path, workspace: Path) -> None:
     port = free_port()
     replies = [shell(f"python3 -m http.server {port} --bind 127.0.0.1"),
                Reply("thinking for a long while", latency=120)]
@@ -86,8 +87,8 @@ def test_kill_9_of_fencecall_ends_its_jobs(sandbox: str, tmp_path: Path,
                 time.sleep(0.05)
             assert len(server.requests) == 2, "the server never became a job"
             assert running(str(port))
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+            proc.send_signal(signum)
+            proc.wait(timeout=10)
             assert gone(str(port), within=2)
         finally:
             if proc.poll() is None:
