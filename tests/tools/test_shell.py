@@ -50,12 +50,14 @@ def test_timeout_kills_the_whole_process_group(run: Run, session: Session,
     assert "still here" in after.content
 
 
-def test_stuck_builtin_loop_restarts_the_shell(run: Run) -> None:
-    run(shell("export KEEP=1"))
+def test_stuck_builtin_loop_restarts_the_shell(run: Run, workspace: Path) -> None:
+    (workspace / "sub").mkdir()
+    run(shell("cd sub; export KEEP=1; LOCAL=2; f() { :; }"))
     [result] = run(f"{F}shell 1\nwhile true; do :; done\n{F}\n")
     assert "Timed out" in result.content and "The shell was restarted" in result.content
-    [after] = run(shell("echo [$KEEP]"))
-    assert "[]" in after.content
+    [after] = run(shell("echo [$KEEP][$LOCAL]; pwd; type f"))
+    assert f"[1][]\n{workspace / 'sub'}" in after.content  # exported state kept
+    assert "not found" in after.content
 
 
 def test_exit_restarts_the_shell(run: Run) -> None:

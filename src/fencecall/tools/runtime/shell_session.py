@@ -66,7 +66,8 @@ class ShellResult:
     exit_code: int | None
     timed_out: bool = False
     restarted: str | None = None
-    """Why the shell had to be restarted (cwd and variables were reset), if it was."""
+    """Why the shell had to be restarted (its cwd and exported variables are kept, the rest
+    of its state is not), if it was."""
     overflowed: bool = False
     """The command wrote more than the disk limit of output and was stopped."""
     job: int | None = None
@@ -476,6 +477,7 @@ class ShellSession:
         if why in ("timeout", "overflow"):
             bash.kill_children()
             status, _ = bash.wait_marker(marker, _KILL_GRACE * 2)
+        kept: tuple[Path, ...] = ()
         if status is None:
             reason = ("the command did not stop on timeout" if why != "dead"
                       else "the command exited the shell")
@@ -484,11 +486,13 @@ class ShellSession:
             except subprocess.TimeoutExpired:
                 status = None
             self._restart()
-            restarted = f"{reason}; cwd and variables were reset"
+            self._restore, kept = state, (state,)  # the state from before the command
+            restarted = (f"{reason}; its working directory and exported variables are as "
+                         "before the command, functions and other variables are gone")
         stopped = why in ("timeout", "overflow")
         return ShellResult(self._read(out), self._read(err), None if stopped else status,
                            why == "timeout", restarted, why == "overflow",
-                           note=note), ()
+                           note=note), kept
 
     def _retire(self, command: str, bash: _Bash, marker: str, files: tuple[Path, ...], *,
                 restore: Path, ran_for: float) -> ShellResult | None:
