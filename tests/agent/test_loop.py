@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.agent import Agent, AgentEvent, Conversation, ReplyDone, ReplyText
+from fencecall.agent import (
+    Agent,
+    AgentEvent,
+    CallsFound,
+    Conversation,
+    ReplyDone,
+    ReplyText,
+    ToolResult,
+)
 from fencecall.agent.loop import EventSink
 from fencecall.execution import Session, auto_yes
 from fencecall.message import Status
@@ -162,3 +170,20 @@ def test_pre_execute_hooks_read_the_conversation_so_far(workspace: Path, tmp_pat
         assert seen == [["say hi", f"{F}shell\necho hi\n{F}"]]
         list(session.execute(f"{F}shell\necho alone\n{F}\n"))  # a reply on its own
         assert seen[1:] == [[]]  # the agent hands its history over; the session keeps none
+
+
+def test_the_calls_are_announced_before_their_results(session: Session,
+                                                      tmp_path: Path) -> None:
+    events: list[AgentEvent] = []
+    calls = (NativeCall("c1", "shell", '{"command": "echo one"}'),
+             NativeCall("c2", "teleport", '{"to": "mars"}'))
+    provider = ScriptedProvider([ScriptedReply(calls=calls), "Done."])
+    agent = agent_for(provider, session, tmp_path, on_event=events.append)
+    agent.send("go")
+    kinds = [type(event).__name__ for event in events if not isinstance(event, ReplyText)]
+    assert kinds == ["ReplyDone", "CallsFound", "ToolResult", "ToolResult", "ReplyDone"]
+    found = next(event for event in events if isinstance(event, CallsFound))
+    assert [call.call_id for call in found.calls] == ["c1", "c2"]
+    last_results = [event.message for event in events
+                    if isinstance(event, ToolResult) and event.message.call is not None]
+    assert [message.call_id for message in last_results] == ["c1", "c2"]

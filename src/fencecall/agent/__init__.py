@@ -7,6 +7,7 @@ from .conversation import Conversation, ConversationError, ConversationInfo
 from .loop import (
     Agent,
     AgentEvent,
+    CallsFound,
     EventSink,
     ReplyDone,
     ReplyText,
@@ -22,6 +23,7 @@ __all__ = [
     "RUN_AS",
     "Agent",
     "AgentEvent",
+    "CallsFound",
     "ContextOverflow",
     "Conversation",
     "ConversationError",

@@ -5,7 +5,8 @@ a time limit checked between events could be passed by as long as the request ti
 Under a deadline the stream is read by a thread of its own and handed over through a queue
 that the agent waits on only until the deadline; the reader is then told to close the
 stream (it does so at its next event; a server that stays silent is left to the request
-timeout, in a daemon thread nobody waits for).
+timeout, in a daemon thread nobody waits for). Read so, with no deadline, a stream also
+stops promptly when the agent's thread is interrupted while its server is silent.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 E = TypeVar("E")
+WAKE_EVERY = 0.1
+"""The longest wait for the next event in one piece: an interrupt raised in the agent's
+thread (an editor's cancel) lands between two waits, not when the server next speaks."""
 
 
 class DeadlinePassed(Exception):
@@ -65,9 +69,9 @@ class Bounded(Generic[E]):
             if left <= 0:
                 raise DeadlinePassed
             try:
-                item = self._events.get(timeout=left)
+                item = self._events.get(timeout=min(left, WAKE_EVERY))
             except queue.Empty:
-                raise DeadlinePassed from None
+                continue  # the deadline is checked again above
             if item is _END:
                 return
             if isinstance(item, _Failed):

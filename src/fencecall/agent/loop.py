@@ -19,6 +19,7 @@ the output token limit is kept as cut, and the model is asked to continue it.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -112,6 +113,14 @@ class ReplyDone:
 
 
 @dataclass(frozen=True, slots=True)
+class CallsFound:
+    """The calls of a reply, about to run in order; each one's results follow as
+    :class:`ToolResult` events, its last result carrying its record (``message.call``)."""
+
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     message: Message
 
@@ -131,7 +140,7 @@ class StepLimit:
     steps: int
 
 
-AgentEvent = ReplyText | ReplyDone | ToolResult | Retrying | StepLimit
+AgentEvent = ReplyText | ReplyDone | CallsFound | ToolResult | Retrying | StepLimit
 EventSink = Callable[[AgentEvent], None]
 
 
@@ -222,6 +231,10 @@ class Agent:
         self.spend = spend or Spend(Pricing(model, provider.name, provider.url or None))
         """Every request's tokens and cost, checked against its limits before each request."""
         self.autonomous = autonomous
+        self.interruptible = False
+        """Whether replies are read in a thread of their own even without a time limit, so
+        that an interrupt raised in the agent's thread from elsewhere (an editor's cancel)
+        stops a reply whose server is silent, not only at its next event."""
         self._system = system_prompt(session, self.format, compact=compact,
                                      autonomous=autonomous)
         self._reminder = REMINDER.format(finish=how_to_finish(self.format))
@@ -297,6 +310,8 @@ class Agent:
                 return Outcome.INTERRUPTED
             interrupted = told = complete = False
             calls = reply.calls + reply.native
+            if calls:
+                self._emit(CallsFound(tuple(calls)))
             history = tuple(self.conversation.messages)
             for result in self.session.execute_calls(reply.message, calls, reply.diagnostics,
                                                      history):
@@ -587,7 +602,8 @@ class Agent:
                                        url=self.provider.url)
         stream = self.provider.stream(request)
         deadline = self.session.deadline
-        events = stream if deadline is None else Bounded(stream, deadline)
+        events = stream if deadline is None and not self.interruptible else Bounded(
+            stream, math.inf if deadline is None else deadline)
         stopped_early = interrupted = out_of_time = False
         guard = RepetitionGuard()
         looped: str | None = None

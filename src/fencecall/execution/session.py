@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..message import Message
 from ..parsing import MARKDOWN, Diagnostic, FormatLike, ToolCall, parse
 from ..secrecy import Redactor, tool_environment
-from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, Toolchain
+from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, TextFiles, Toolchain
 from ..tools.events import SESSION_END, SESSION_START, SessionEvent
 from ..tools.runtime.jobs import JobManager, JobView
 from ..tools.runtime.netns import SharedNetwork
@@ -92,6 +92,7 @@ class Session:
         self._secrets = dict(secrets or {})
         self.redact = Redactor(self._secrets)
         self.mcp_servers = mcp_servers
+        self._editor: TextFiles | None = None
         self._resources: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._closed = False
@@ -130,6 +131,28 @@ class Session:
         folder = folder.resolve()
         if folder not in self.readable_roots:
             self._read_roots = (*self._read_roots, folder)
+
+    def use_editor(self, files: TextFiles | None) -> None:
+        """Let the file tools read and write through an editor's buffers (None: the disk)."""
+        self._editor = files
+
+    @property
+    def text_files(self) -> TextFiles | None:
+        """The editor, while nothing the model started can run beside a file tool. The
+        editor opens a path by name after the tool checked it, so a process of the model's
+        swapping a folder for a link in between could steer it outside the workspace; with
+        a background job or a live interpreter (whose threads run on), files go through the
+        disk, opened by descriptor."""
+        if self._editor is None:
+            return None
+        with self._lock:
+            jobs: JobManager | None = self._resources.get("jobs")
+            interpreter = self._resources.get("python")
+        if jobs is not None and jobs.counts()["running"]:
+            return None
+        if interpreter is not None and interpreter.alive():
+            return None
+        return self._editor
 
     @property
     def jobs(self) -> JobManager:

@@ -7,7 +7,7 @@ model what went wrong) and the hook points in :mod:`fencecall.tools.events`.
 
 from ..errors import ToolError
 from .arguments import ArgumentError, Parameter
-from .context import ConfirmFunc, ConfirmRequest, ToolContext
+from .context import ConfirmFunc, ConfirmRequest, TextFiles, ToolContext
 from .hooks import Block, Hook, HookPoint, HookRegistry
 from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
 from .registry import Toolchain, UnknownToolError
@@ -24,6 +24,7 @@ __all__ = [
     "HookPoint",
     "HookRegistry",
     "Parameter",
+    "TextFiles",
     "ToolContext",
     "ToolError",
     "ToolInvocation",

@@ -34,6 +34,16 @@ class ConfirmRequest:
 ConfirmFunc = Callable[[ConfirmRequest], bool]
 
 
+class TextFiles(Protocol):
+    """Text files as an editor holds them (its buffers, unsaved changes included). Where a
+    session has one, the file tools read and write through it a file whose path has passed
+    the workspace rules; failures are :class:`OSError`."""
+
+    def read(self, path: Path) -> str: ...
+
+    def write(self, path: Path, text: str) -> None: ...
+
+
 class ToolContext(Protocol):
     """The session as a tool sees it."""
 
@@ -61,6 +71,11 @@ class ToolContext(Protocol):
 
     @property
     def hooks(self) -> HookRegistry: ...
+
+    @property
+    def text_files(self) -> TextFiles | None:
+        """The editor the file tools read and write through (None: the disk)."""
+        ...
 
     @property
     def jobs(self) -> JobManager:

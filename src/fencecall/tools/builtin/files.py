@@ -123,10 +123,19 @@ def new_text(invocation: ToolInvocation, previous: str | None) -> str:
     return with_newline(previous, newline) + with_newline(content.replace("\n", newline), newline)
 
 
+def read_text(invocation: ToolInvocation, place: Place) -> str | None:
+    """The text at ``place`` (None: no such file), checked on the disk as
+    :func:`read_existing` checks it, and read from the editor where the session has one
+    (its buffer may hold changes not saved yet)."""
+    text = read_existing(place)
+    editor = invocation.context.text_files
+    return text if text is None or editor is None else editor.read(place.path)
+
+
 def preview(invocation: ToolInvocation) -> str | None:
     try:
         with target(invocation) as place:
-            previous = read_existing(place)
+            previous = read_text(invocation, place)
     except (OSError, ValueError) as err:
         return str(err)
     name = display(place.path, invocation.context.roots)
@@ -145,8 +154,12 @@ def write_file(invocation: ToolInvocation, place: Place, text: str, previous: st
     notes = "".join(m.content + "\n\n" for m in pre.messages)
     if pre.blocked is not None:
         return system(f"{notes}Not written: {pre.blocked.reason}", Status.BLOCKED)
+    editor = context.text_files
     try:
-        atomic_write(place, text)
+        if editor is None:
+            atomic_write(place, text)
+        else:
+            editor.write(path, text)
     except OSError as err:
         raise ToolError(f"{invocation.spec.name}: not written: {err}") from err
     post = context.hooks.run(FILE_POST_SAVE, FileSave(context, path, text, previous))
@@ -166,7 +179,7 @@ def execute_write(invocation: ToolInvocation) -> Message:
 def _write(invocation: ToolInvocation, place: Place) -> Message:
     path = place.path
     try:
-        previous = read_existing(place)
+        previous = read_text(invocation, place)
     except (ValueError, OSError) as err:
         raise ToolError(f"{invocation.spec.name}: {err}") from err
     why = refusal(invocation, previous, display(path, invocation.context.roots))

@@ -7,16 +7,16 @@ from contextlib import ExitStack
 from ...errors import ToolError
 from ...message import Message
 from ..arguments import Parameter
-from ..runtime.files import newline_of, printable, read_existing, unified_diff
+from ..runtime.files import newline_of, printable, unified_diff
 from ..runtime.patching import Hunk, apply_patch, parse_patch
 from ..spec import Example, ToolInvocation, ToolSpec
 from ..workspace import Place, display
-from .files import allowed, target, write_file
+from .files import allowed, read_text, target, write_file
 
 
 def _patched(invocation: ToolInvocation, place: Place) -> tuple[str, str, int]:
     """(previous text, patched text, number of hunks); raises with a message for the model."""
-    previous = read_existing(place)
+    previous = read_text(invocation, place)
     name = display(place.path, invocation.context.roots)
     if previous is None:
         raise FileNotFoundError(f"{name} does not exist; use save to create it")

@@ -10,7 +10,7 @@ from ...errors import ToolError
 from ...message import Message, system
 from ...parsing import UnrepresentableCall
 from ..arguments import Parameter
-from ..runtime.files import decode, is_binary, open_existing, printable, read_fd
+from ..runtime.files import decode, encode, is_binary, open_existing, printable, read_fd
 from ..runtime.output import cut_note
 from ..spec import Example, ToolInvocation, ToolSpec, render_call
 from ..workspace import Place, display, locate
@@ -74,6 +74,9 @@ def read_one(invocation: ToolInvocation, given: str, start: int | None,
         with locate(given, roots) as place:
             name = display(place.path, roots)
             data, size = _contents(place, name)
+            editor = invocation.context.text_files
+            if editor is not None and not is_binary(data):  # its buffer, maybe unsaved
+                data = encode(editor.read(place.path))
     except (ValueError, OSError) as err:  # OutsideWorkspace among them
         raise ToolError(f"read: {err}") from err
     if is_binary(data):
