@@ -27,6 +27,7 @@ LAYERS = (
     ("fencecall.assembly",),
     ("fencecall.batch",),
     ("fencecall.cli",),
+    ("fencecall.acp",),
 )
 """Bottom to top: a module may import from its own layer's other parts only where the test
 below allows it, and from any layer beneath."""

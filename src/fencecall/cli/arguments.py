@@ -22,7 +22,7 @@ DEFAULT_FORMAT = "markdown"
 """The ``--format`` of ``parse`` and ``run``: the name of :data:`fencecall.parsing.MARKDOWN`
 (written out so that ``--help`` loads no format to learn it; a test checks it)."""
 
-COMMANDS = ("parse", "run", "chat", "list", "stats", "tools", "mcp", "batch")
+COMMANDS = ("parse", "run", "chat", "list", "stats", "tools", "mcp", "batch", "acp")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
 """Strictest first: ``--resume`` restores no policy looser than the one in force."""
 KEEP_WORKSPACES = ("all", "failed", "none")
@@ -82,6 +82,43 @@ def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | Non
                              "over stdio, or a Streamable HTTP URL (repeatable)")
 
 
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    """The model, its limits and its sampling: for the chat and the editors' agent."""
+    parser.add_argument("--model", "-m", help="provider/name, e.g. openai/gpt-4o or local/qwen")
+    parser.add_argument("--max-steps", type=_at_least(1), metavar="N",
+                        help="model replies per prompt before stopping (exit status 1)")
+    parser.add_argument("--budget-usd", type=_at_least(1e-9, float), metavar="USD",
+                        help="stop before a request that could take the spend past USD "
+                             "(exit status 3)")
+    parser.add_argument("--budget-tokens", type=_at_least(1), metavar="N",
+                        help="stop before a request that could take input and output tokens "
+                             "past N (exit status 3)")
+    parser.add_argument("--time-limit", type=_at_least(0.001, float), metavar="SECONDS",
+                        help="stop once the run has taken SECONDS (exit status 4)")
+    parser.add_argument("--max-tokens", type=_at_least(1), metavar="N",
+                        help="output tokens asked of the model per reply")
+    parser.add_argument("--timeout", type=_at_least(0.001, float), metavar="SECONDS",
+                        help="how long to wait for the model's server")
+    parser.add_argument("--retries", type=_at_least(0), metavar="N",
+                        help="tries again after a failed request or a broken reply stream")
+    parser.add_argument("--temperature", type=_at_least(0.0, float), metavar="T",
+                        help="sampling temperature (sent only when set)")
+    parser.add_argument("--top-p", type=_at_least(0.0, float), metavar="P",
+                        help="nucleus sampling (sent only when set)")
+    parser.add_argument("--stop", action="append", default=None, metavar="TEXT",
+                        help="a stop sequence (repeatable; sent only when set)")
+    parser.add_argument("--context-window", type=_at_least(256), metavar="TOKENS",
+                        help="tokens the model holds: the prompt, history and reply must fit")
+    parser.add_argument("--compaction", choices=("summary", "drop", "off"), default=None,
+                        help="when the history outgrows the context window: replace older "
+                             "exchanges by the model's summary (default), leave them out, or "
+                             "send requests as they are (off)")
+    parser.add_argument("--prompt", choices=("full", "compact"), default=None,
+                        dest="prompt_mode",
+                        help="system prompt form (default: compact for a context window of "
+                             "8192 tokens or less, else full)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fencecall",
@@ -113,41 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
         "chat", help="chat with a model that uses tools (the default command)",
         description="Chat with a model that uses tools. With PROMPT, work on it and exit.")
     chat.add_argument("prompt", nargs="*", help="run non-interactively on this prompt")
-    chat.add_argument("--model", "-m", help="provider/name, e.g. openai/gpt-4o or local/qwen")
     chat.add_argument("--name", help="name for a new conversation")
     chat.add_argument("--resume", "-r", metavar="NAME", help="continue a conversation")
-    chat.add_argument("--max-steps", type=_at_least(1), metavar="N",
-                      help="model replies per prompt before stopping (exit status 1)")
-    chat.add_argument("--budget-usd", type=_at_least(1e-9, float), metavar="USD",
-                      help="stop before a request that could take the spend past USD "
-                           "(exit status 3)")
-    chat.add_argument("--budget-tokens", type=_at_least(1), metavar="N",
-                      help="stop before a request that could take input and output tokens "
-                           "past N (exit status 3)")
-    chat.add_argument("--time-limit", type=_at_least(0.001, float), metavar="SECONDS",
-                      help="stop once the run has taken SECONDS (exit status 4)")
-    chat.add_argument("--max-tokens", type=_at_least(1), metavar="N",
-                      help="output tokens asked of the model per reply")
-    chat.add_argument("--timeout", type=_at_least(0.001, float), metavar="SECONDS",
-                      help="how long to wait for the model's server")
-    chat.add_argument("--retries", type=_at_least(0), metavar="N",
-                      help="tries again after a failed request or a broken reply stream")
-    chat.add_argument("--temperature", type=_at_least(0.0, float), metavar="T",
-                      help="sampling temperature (sent only when set)")
-    chat.add_argument("--top-p", type=_at_least(0.0, float), metavar="P",
-                      help="nucleus sampling (sent only when set)")
-    chat.add_argument("--stop", action="append", default=None, metavar="TEXT",
-                      help="a stop sequence (repeatable; sent only when set)")
-    chat.add_argument("--context-window", type=_at_least(256), metavar="TOKENS",
-                      help="tokens the model holds: the prompt, history and reply must fit")
-    chat.add_argument("--compaction", choices=("summary", "drop", "off"), default=None,
-                      help="when the history outgrows the context window: replace older "
-                           "exchanges by the model's summary (default), leave them out, or "
-                           "send requests as they are (off)")
-    chat.add_argument("--prompt", choices=("full", "compact"), default=None,
-                      dest="prompt_mode",
-                      help="system prompt form (default: compact for a context window of "
-                           "8192 tokens or less, else full)")
+    _add_model_options(chat)
     chat.add_argument("--autonomous", action=argparse.BooleanOptionalAction, default=None,
                       help="with PROMPT: only the complete tool ends the run done; a reply "
                            "without a tool call gets a reminder (default: the config's "
@@ -262,6 +267,17 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_argument("--shard-size", type=_at_least(1), metavar="N",
                        help="tasks per Ray shard (default: 4 x --concurrency)")
     batch.set_defaults(handler="fencecall.cli.batch_cmd:run")
+
+    editors = commands.add_parser(
+        "acp", help="be an agent for editors (Agent Client Protocol over stdio)",
+        description="Serve the Agent Client Protocol on stdin and stdout, for an editor "
+                    "(Zed, say) that starts fencecall as its agent. Each session is a "
+                    "conversation (fencecall list shows it) working in the editor's folder "
+                    "unless --workspace; every call the terminal would confirm is asked of "
+                    "the editor's user.")
+    _add_model_options(editors)
+    _add_tool_options(editors, None)
+    editors.set_defaults(handler="fencecall.acp.command:run")
 
     listing = commands.add_parser("list", help="list saved conversations")
     listing.set_defaults(handler="fencecall.cli.chat_cmd:list_conversations")

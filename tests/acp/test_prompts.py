@@ -1,0 +1,96 @@
+"""A prompt's reply, its calls and their permissions, as the editor sees them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import acp
+
+from ..fakeserver import FakeModelServer, Reply
+from .conftest import Editor, editor_session, run
+
+F = "`" * 3
+
+
+async def _prompt(tmp_path: Path, workspace: Path, url: str, text: str, editor: Editor,
+                  *flags: str) -> str:
+    async with editor_session(tmp_path, url, "--sandbox", "off", *flags,
+                              editor=editor) as (conn, _, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        done = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block(text)])
+        return str(done.stop_reason)
+
+
+def test_an_allowed_shell_call_streams_in_order(tmp_path: Path, workspace: Path) -> None:
+    editor = Editor()
+    replies = [Reply(f"<think>plan it</think>Let me look.\n{F}shell\necho hello-acp\n{F}\n"),
+               Reply("All done.")]
+    with FakeModelServer(replies) as server:
+        stop = run(_prompt(tmp_path, workspace, server.openai_url, "say hello", editor))
+    assert stop == "end_turn"
+    assert editor.timeline() == ["tool_call:pending", "permission",
+                                 "tool_call_update:in_progress", "tool_call_update:completed"]
+    started = editor.updates("tool_call")[0]
+    assert (started.kind, started.title) == ("execute", "Run echo hello-acp")
+    _, asked, options = next(event for event in editor.events if isinstance(event, tuple))
+    assert asked.tool_call_id == started.tool_call_id
+    assert "echo hello-acp" in asked.content[0].content.text
+    assert [option.kind for option in options] == ["allow_once", "allow_always", "reject_once"]
+    completed = editor.updates("tool_call_update")[-1]
+    assert "hello-acp" in completed.content[0].content.text
+    assert "".join(u.content.text for u in editor.updates("agent_thought_chunk")) == "plan it"
+    assert editor.said().startswith("Let me look.") and editor.said().endswith("All done.")
+    assert "hello-acp" in server.requests[1].body["messages"][-1]["content"]
+
+
+def test_a_rejected_call_is_declined_for_the_model(tmp_path: Path, workspace: Path) -> None:
+    editor = Editor(answer="reject-once")
+    replies = [Reply(f"{F}shell\ntouch made-anyway\n{F}\n"), Reply("Understood.")]
+    with FakeModelServer(replies) as server:
+        stop = run(_prompt(tmp_path, workspace, server.openai_url, "touch it", editor))
+    assert stop == "end_turn"
+    assert not (workspace / "made-anyway").exists()
+    assert editor.timeline() == ["tool_call:pending", "permission", "tool_call_update:failed"]
+    told = server.requests[1].body["messages"][-1]["content"]
+    assert "was not confirmed, so it did not run" in told
+
+
+def test_allow_always_asks_once_per_tool(tmp_path: Path, workspace: Path) -> None:
+    editor = Editor(answer="allow-always")
+    replies = [Reply(f"{F}shell\necho one\n{F}\n"), Reply(f"{F}shell\necho two\n{F}\n"),
+               Reply("Both ran.")]
+    with FakeModelServer(replies) as server:
+        stop = run(_prompt(tmp_path, workspace, server.openai_url, "twice", editor))
+    assert stop == "end_turn"
+    assert editor.timeline().count("permission") == 1
+    assert editor.timeline().count("tool_call_update:completed") == 2
+
+
+def test_a_save_shows_its_diff(tmp_path: Path, workspace: Path) -> None:
+    (workspace / "notes.txt").write_text("old line\n")
+    editor = Editor()
+    replies = [Reply(f"{F}save notes.txt\nnew line\n{F}\n"), Reply("Saved.")]
+    with FakeModelServer(replies) as server:
+        stop = run(_prompt(tmp_path, workspace, server.openai_url, "rewrite", editor))
+    assert stop == "end_turn"
+    assert (workspace / "notes.txt").read_text() == "new line\n"
+    started = editor.updates("tool_call")[0]
+    assert (started.kind, started.title) == ("edit", "Write notes.txt")
+    assert [location.path for location in started.locations] == [str(workspace / "notes.txt")]
+    _, asked, _ = next(event for event in editor.events if isinstance(event, tuple))
+    assert "-old line" in asked.content[0].content.text  # the terminal's preview: the diff
+    diff = next(item for item in editor.updates("tool_call_update")[-1].content
+                if item.type == "diff")
+    assert (diff.path, diff.old_text, diff.new_text) == (str(workspace / "notes.txt"),
+                                                         "old line\n", "new line\n")
+
+
+def test_control_characters_are_shown_not_sent(tmp_path: Path, workspace: Path) -> None:
+    editor = Editor(answer="reject-once")
+    replies = [Reply(f"{F}shell\necho safe\x1b[2Krm -rf ~ \u202e\x08\n{F}\n"), Reply("Ok.")]
+    with FakeModelServer(replies) as server:
+        run(_prompt(tmp_path, workspace, server.openai_url, "x", editor))
+    _, asked, _ = next(event for event in editor.events if isinstance(event, tuple))
+    text = asked.content[0].content.text
+    assert "\x1b" not in text and "\x08" not in text and "\u202e" not in text
+    assert "echo safe␛[2Krm -rf ~ <U+202E>␈" in text
