@@ -207,3 +207,82 @@ def test_a_page_fetched_from_the_host_is_not_the_sandboxes(workspace: Path) -> N
         time.sleep(1)
         with pytest.raises(OSError):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
+
+
+class _Broken:
+    """A job whose processes cannot be looked at."""
+
+    def poll(self) -> tuple[bool, int | None]:
+        raise ValueError("unreadable")
+
+    def kill(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Sleeper:
+    def __init__(self, seconds: float):
+        self._until = time.monotonic() + seconds
+
+    def poll(self) -> tuple[bool, int | None]:
+        return (True, 0) if time.monotonic() >= self._until else (False, None)
+
+    def kill(self) -> None:
+        self._until = 0
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_job_that_breaks_the_pump_is_stopped_and_the_others_are_watched(
+        tmp_path: Path) -> None:
+    jobs = JobManager(lambda: tmp_path, output_limit=1000, disk_limit=1000)
+    try:
+        broken, _ = jobs.adopt("broken", _Broken(), ())
+        sleeper, _ = jobs.adopt("sleeper", _Sleeper(0.5), ())
+        assert jobs.wait(sleeper, 5).state == "ended"
+        assert jobs.output(broken).state == "stopped"
+    finally:
+        jobs.close()
+
+
+def test_a_wait_of_no_real_length_is_refused(jobs_session: Session) -> None:
+    call(jobs_session, shell("sleep 3119.1 &"))
+    result = call(jobs_session, f"{F}jobs wait 1 nan\n{F}\n")
+    assert "positive number of seconds" in result.content
+
+
+def test_a_flood_on_the_shells_own_stdout_is_not_kept(workspace: Path) -> None:
+    """A command can write to bash's saved stdout (the marker pipe): fencecall reads past it
+    without keeping it, and still sees the command end."""
+    shell_session = ShellSession(workspace)
+    try:
+        started = time.monotonic()
+        result = shell_session.run("head -c 200000000 /dev/zero > /proc/$$/fd/10; echo done",
+                                   timeout=60)
+        assert result.stdout == "done\n" and result.exit_code == 0
+        assert time.monotonic() - started < 30
+        assert shell_session._bash is not None and len(shell_session._bash._buffer) < 1000
+    finally:
+        shell_session.close()
+
+
+def test_a_read_only_run_cannot_reach_the_shells_scratch_folder(workspace: Path) -> None:
+    """It runs unasked: the scripts and state the writable shell sources next are not in
+    its reach, not even to read."""
+    if not sandbox_support().available:
+        pytest.skip("bubblewrap cannot run here")
+    with Session(Toolchain.build(["shell"]), workspace=workspace, confirm=auto_yes,
+                 background_after=0.5) as session:
+        call(session, shell("export KEPT=1"))
+        call(session, shell("sleep 3120.1"))  # a job: the state before it is pending
+        shell_session = session.resource("shell", lambda: None)
+        assert isinstance(shell_session, ShellSession)
+        folder = shell_session._dir
+        result = shell_session.run(f"echo $KEPT; ls {folder}; touch {folder}/x.state",
+                                   read_only=True)
+        assert result.stdout == "1\n" and result.exit_code != 0
+        assert not (folder / "x.state").exists()
+        assert "export KEPT" not in result.stdout

@@ -19,15 +19,15 @@ class EditorFiles:
 
     def read(self, path: Path) -> str:
         try:
-            answer = self._link.submit(self._link.conn.read_text_file(
-                session_id=self._session_id, path=str(path))).result()
+            answer = self._link.call(self._link.conn.read_text_file(
+                session_id=self._session_id, path=str(path)))
         except Exception as err:
             raise OSError(f"the editor could not read {path}: {err}") from err
         return str(answer.content)
 
     def write(self, path: Path, text: str) -> None:
         try:
-            self._link.submit(self._link.conn.write_text_file(
-                session_id=self._session_id, path=str(path), content=text)).result()
+            self._link.call(self._link.conn.write_text_file(
+                session_id=self._session_id, path=str(path), content=text))
         except Exception as err:
             raise OSError(f"the editor could not write {path}: {err}") from err

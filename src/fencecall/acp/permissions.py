@@ -65,7 +65,7 @@ class Permissions:
     def _asked(self, request: ConfirmRequest) -> bool:
         call_id = self._reporter.current or "unannounced"
         update = ToolCallUpdate(
-            tool_call_id=call_id, title=f"{request.question} ({request.tool})",
+            tool_call_id=call_id, title=visible(f"{request.question} ({request.tool})"),
             kind=KINDS.get(request.tool, "other"), status="pending",
             content=[acp.tool_content(acp.text_block(request_text(request)))])
         chosen = self._ask(update, OPTIONS)

@@ -39,6 +39,7 @@ from .text import fenced
 from .turns import Turn
 from .updates import KINDS, Reporter, Update
 
+WAIT_SLICE = 0.1
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 Build = Callable[[ConfirmFunc, EventSink], Agent]
 """Makes the session's agent with the given confirmation and event sink."""
@@ -57,8 +58,23 @@ class Link:
     def submit(self, coroutine: Coroutine[Any, Any, Any]) -> Future[Any]:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
 
+    def call(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        """``coroutine``'s result, waited for in short slices: a cancel (an interrupt raised
+        in this thread) lands between two, not when the editor answers; the request is then
+        cancelled too."""
+        future = self.submit(coroutine)
+        try:
+            while True:
+                try:
+                    return future.result(timeout=WAIT_SLICE)
+                except TimeoutError:
+                    continue
+        except BaseException:
+            future.cancel()
+            raise
+
     def update(self, session_id: str, update: Update) -> None:
-        self.submit(self.conn.session_update(session_id, update)).result()
+        self.call(self.conn.session_update(session_id, update))
 
 
 class AcpSession:

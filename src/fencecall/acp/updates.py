@@ -21,6 +21,7 @@ import acp
 from acp.schema import ToolCallLocation, ToolKind
 
 from ..agent import AgentEvent, CallsFound, ReplyDone, ReplyText, Retrying, StepLimit, ToolResult
+from ..cli.visible import visible
 from ..execution import Session, resolve
 from ..message import Message
 from ..parsing import ToolCall
@@ -158,7 +159,7 @@ class Reporter:
         found = _Call(call.call_id or f"call-{next(self._ids)}", use.tool)
         self._calls.append(found)
         self._send(acp.start_tool_call(
-            found.id, title_of(use.tool, call), kind=KINDS.get(use.tool, "other"),
+            found.id, visible(title_of(use.tool, call)), kind=KINDS.get(use.tool, "other"),
             status="pending", raw_input=raw_input_of(call),
             locations=locations_of(use.tool, call, self._session.workspace)))
 

@@ -148,9 +148,12 @@ class Session:
         with self._lock:
             jobs: JobManager | None = self._resources.get("jobs")
             interpreter = self._resources.get("python")
+            shell = self._resources.get("shell")
         if jobs is not None and jobs.counts()["running"]:
             return None
         if interpreter is not None and interpreter.alive():
+            return None
+        if shell is not None and shell.has_processes():
             return None
         return self._editor
 

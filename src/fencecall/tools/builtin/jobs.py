@@ -7,6 +7,7 @@ the job takes. Nothing here starts a process, so no call is confirmed.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ...errors import ToolError
@@ -118,7 +119,7 @@ def execute_jobs(invocation: ToolInvocation) -> Message:
             view = context.jobs.output(job)
         elif action == "wait":
             waited = invocation.kwargs.get("seconds", DEFAULT_WAIT)
-            if waited <= 0:
+            if not (math.isfinite(waited) and waited > 0):
                 raise ToolError("jobs: wait needs a positive number of seconds.")
             left = context.time_left()
             if left is not None:  # the run's time limit ends the wait too

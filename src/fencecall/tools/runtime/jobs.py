@@ -195,15 +195,20 @@ class JobManager:
 
     def _pump(self) -> None:
         with self._cond:
-            while not self._closed:
-                live = [job for job in self._jobs.values() if job.state == "running"]
-                if not live:
-                    break
-                for job in live:
-                    self._tick(job)
-                self._cond.notify_all()
-                self._cond.wait(TICK)
-            self._pumping = False
+            try:
+                while not self._closed:
+                    live = [job for job in self._jobs.values() if job.state == "running"]
+                    if not live:
+                        break
+                    for job in live:
+                        try:
+                            self._tick(job)
+                        except Exception:  # never leave the others unwatched: end this one
+                            self._end(job, "stopped", None, kill=True)
+                    self._cond.notify_all()
+                    self._cond.wait(TICK)
+            finally:
+                self._pumping = False
 
     def _tick(self, job: _Job) -> None:
         """Copy the job's new output, stop it past the disk cap, and notice its end."""
@@ -229,9 +234,13 @@ class JobManager:
             except OSError:
                 chunk = b""
             if chunk:
-                os.write(job.log_fd, chunk)
-                job.copied[index] += len(chunk)
-                job.size += len(chunk)
+                try:
+                    written = os.write(job.log_fd, chunk)
+                except OSError:  # a full disk: the job is stopped as past the cap
+                    written, job.size = 0, self.disk_limit
+                job.copied[index] += written
+                job.size += written
+                chunk = chunk[:written]
             new.append(chunk)
         return tuple(new)
 

@@ -52,6 +52,8 @@ DISK_LIMIT = 64 * 1024 * 1024
 fill the disk in the minute before its timeout)."""
 _WATCH_EVERY = 0.25
 _STATE_TIMEOUT = 5.0
+_STATE_LIMIT = 16 * 1024 * 1024
+"""Bytes of a shell's state (its exported variables) copied for a read-only run."""
 _BASH = host_program("bash") or "/bin/bash"
 _ONE_SHOT = ('source "$1" >/dev/null 2>&1; export TMPDIR="$5"; '
              'source "$2" >"$3" 2>"$4" </dev/null')
@@ -197,16 +199,21 @@ class _Bash:
         return status is not None, status
 
     def _take(self, marker: str) -> int | None:
+        """The status after ``marker`` once bash printed it. What comes before the marker is
+        dropped as it arrives (a command can write to bash's own stdout: it must not grow
+        fencecall's memory), and a status that is not a number is no status."""
         token = f"\n{marker} ".encode()
-        at = self._buffer.find(token)
-        if at == -1:
-            return None
-        end = self._buffer.find(b"\n", at + len(token))
-        if end == -1:
-            return None
-        status = int(self._buffer[at + len(token) : end])
-        self._buffer = self._buffer[end + 1 :]
-        return status
+        while (at := self._buffer.find(token)) != -1:
+            end = self._buffer.find(b"\n", at + len(token))
+            if end == -1:
+                self._buffer = self._buffer[at:]
+                return None
+            word = self._buffer[at + len(token) : end]
+            self._buffer = self._buffer[end + 1 :]
+            if word.isdigit() and len(word) < 4:
+                return int(word)
+        self._buffer = self._buffer[-len(token):]  # a token cut at the end of a read
+        return None
 
     def _read(self, timeout: float) -> bool:
         """Read what bash wrote within ``timeout``; False at end of file (it died)."""
@@ -311,8 +318,6 @@ class _OneShot:
 
     def close(self) -> None:
         self.kill()
-        if self._proc.stderr is not None:
-            self._proc.stderr.close()
         _discard(*self._files)
 
 
@@ -385,6 +390,11 @@ class ShellSession:
 
     def alive(self) -> bool:
         return self._bash is not None and self._bash.alive()
+
+    def has_processes(self) -> bool:
+        """Whether anything the shell started runs now (between commands: what a command
+        left that did not become a job)."""
+        return bool(self._children())
 
     def _children(self) -> list[int]:
         return [] if self._bash is None else self._bash.children()
@@ -537,13 +547,12 @@ class ShellSession:
                        background_after: float | None) -> ShellResult:
         """Run ``command`` in a fresh read-only sandbox, in the persistent shell's working
         directory and with its exported variables; the persistent shell is left as it was.
-        The run shares the scratch folder, where every name is new and random, so nothing it
-        leaves there is ever used again."""
-        token = secrets.token_hex(8)
-        own_state = self._dir / f"{token}.state"
-        state = self._restore if self._bash is None else self._exported_state(own_state)
-        script, out, err, tmp = (self._dir / f"{token}{suffix}"
-                                 for suffix in (".sh", ".out", ".err", ".tmp"))
+        The run gets a scratch folder of its own, never the shell's: it runs unasked, so it
+        must not reach the scripts and state the writable shell sources next."""
+        own = make_scratch("readonly")
+        state = self._state_copy(own / "state")
+        script, out, err, tmp, setup = (own / name
+                                        for name in ("sh", "out", "err", "tmp", "setup"))
         kept = False
         try:
             _create(script, command + "\n")
@@ -551,25 +560,29 @@ class ShellSession:
             argv = self._sandbox.read_only().command(
                 [_BASH, "--noprofile", "--norc", "-c", _ONE_SHOT, "bash",
                  *map(str, (state or "/dev/null", script, out, err, tmp))],
-                scratch=[self._dir], cwd=self._cwd)
-            proc = self._gate.start(lambda: start_process(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, cwd=self._cwd, start_new_session=True,
-                env={} if state else self._environment(), pass_fds=self._sandbox.pass_fds))
+                scratch=[own], cwd=self._cwd)
+            fd = os.open(setup, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            try:  # bwrap's own errors, to a file: a pipe would hold whatever the run sends
+                proc = self._gate.start(lambda: start_process(
+                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fd,
+                    cwd=self._cwd, start_new_session=True,
+                    env={} if state else self._environment(),
+                    pass_fds=self._sandbox.pass_fds))
+            finally:
+                os.close(fd)
             first = timeout if background_after is None else background_after
             try:
                 try:
-                    _, setup_errors = proc.communicate(timeout=first)
+                    proc.wait(timeout=first)
                 except subprocess.TimeoutExpired:
                     if background_after is None:
                         raise
                     assert self._jobs is not None
                     try:
-                        job, so_far = self._jobs.adopt(
-                            command, _OneShot(proc, (script, out, err, tmp)), (out, err),
-                            ran_for=background_after)
+                        job, so_far = self._jobs.adopt(command, _OneShot(proc, (own,)),
+                                                       (out, err), ran_for=background_after)
                     except JobError:
-                        _, setup_errors = proc.communicate(timeout=timeout - first)
+                        proc.wait(timeout=timeout - first)
                     else:
                         kept = True
                         return self._job_result(job, so_far, running_for=background_after)
@@ -579,12 +592,28 @@ class ShellSession:
             except KeyboardInterrupt:
                 kill_group(proc)
                 raise
-            stderr = setup_errors.decode("utf-8", errors="replace") + self._read(err)
+            stderr = self._read(setup) + self._read(err)
             return ShellResult(self._read(out), stderr, proc.returncode)
         finally:
             if not kept:
-                _discard(script, out, err, tmp)
-            _discard(own_state)
+                _discard(own)
+
+    def _state_copy(self, path: Path) -> Path | None:
+        """``path``, holding a copy of the state the persistent shell would start the next
+        command from (read by descriptor from its scratch folder); None without one."""
+        if self._bash is None:
+            source = self._restore
+        else:
+            source = self._exported_state(self._dir / f"{secrets.token_hex(8)}.state")
+        if source is None:
+            return None
+        try:
+            text = _read_regular(source, _STATE_LIMIT)
+        finally:
+            if source is not self._restore:
+                _discard(source)
+        _create(path, text)
+        return path
 
     def _exported_state(self, path: Path) -> Path | None:
         """``path``, once the persistent shell wrote there a script that recreates its working
@@ -617,6 +646,6 @@ class ShellSession:
             self._bash.kill_children()
             self._bash.terminate()
             self._bash = None
-        shutil.rmtree(self._dir)
+        shutil.rmtree(self._dir, ignore_errors=True)  # the sandbox may leave what it cannot
         if self._own_tmp is not None:
-            shutil.rmtree(self._own_tmp)
+            shutil.rmtree(self._own_tmp, ignore_errors=True)
