@@ -15,6 +15,7 @@ from types import MappingProxyType
 from ..config import Config, ConfigError, ProviderKind
 from ..message import Usage
 from .base import (
+    AsyncProvider,
     ChatRequest,
     NativeCall,
     Provider,
@@ -23,7 +24,9 @@ from .base import (
     StreamEnd,
     StreamEvent,
     TextDelta,
+    has_astream,
 )
+from .gate import Gate, GateStats
 from .scripted import ScriptedProvider, ScriptedReply
 
 ProviderFactory = Callable[..., Provider]
@@ -45,9 +48,11 @@ def provider_class(kind: ProviderKind) -> ProviderFactory:
 
 def get_provider(model: str, config: Config, env: Mapping[str, str] | None = None, *,
                  timeout: float | None = None,
-                 retries: int | None = None) -> tuple[Provider, str]:
+                 retries: int | None = None,
+                 max_connections: int = 64) -> tuple[Provider, str]:
     """(provider, model name) for ``provider/model`` (``local/qwen2.5``, ``openai/gpt-4o``).
-    ``timeout`` and ``retries`` default to the configuration's."""
+    ``timeout`` and ``retries`` default to the configuration's; ``max_connections`` bounds
+    the requests open at once on the async path (the provider's gate)."""
     timeout = config.timeout if timeout is None else timeout
     retries = config.retries if retries is None else retries
     env = os.environ if env is None else env
@@ -63,12 +68,15 @@ def get_provider(model: str, config: Config, env: Mapping[str, str] | None = Non
         raise ConfigError(f"provider {name!r} needs an API key: set {settings.api_key_env}")
     factory = provider_class(settings.kind)
     return factory(api_key=key, base_url=settings.base_url, name=name, timeout=timeout,
-                   max_retries=retries), model_name
+                   max_retries=retries, max_connections=max_connections), model_name
 
 
 __all__ = [
     "PROVIDER_KINDS",
+    "AsyncProvider",
     "ChatRequest",
+    "Gate",
+    "GateStats",
     "NativeCall",
     "Provider",
     "ProviderError",
@@ -80,5 +88,6 @@ __all__ = [
     "TextDelta",
     "Usage",
     "get_provider",
+    "has_astream",
     "provider_class",
 ]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import AsyncGenerator, Generator, Iterator, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import anthropic
+import httpx2
+from anthropic.types import RawMessageStreamEvent
 
 from ..message import Usage
 from ..tools.spec import api_name
@@ -15,13 +18,14 @@ from .base import (
     NativeCall,
     StreamEvent,
     TextDelta,
+    aread_stream,
     end_of_stream,
-    reading_stream,
+    read_stream,
     sampling_options,
     tool_result_text,
     turns,
-    vendor_errors,
 )
+from .gate import Gate, PerLoop, sdk_failure
 
 
 def anthropic_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -95,54 +99,96 @@ def _usage(usage: Any) -> Usage:
                  cache_write_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0)
 
 
+class _Events:
+    """Messages-API stream events to our events, for ``stream`` and ``astream`` alike: text
+    as it comes, each native call when its block ends, usage and the stop reason at the end."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, str]] = {}
+        self.usage = Usage()
+        self.stop_reason: str | None = None
+
+    def feed(self, event: RawMessageStreamEvent) -> Iterator[StreamEvent]:
+        if event.type == "message_start":
+            self.usage = _usage(event.message.usage)
+        elif event.type == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                self.blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
+        elif event.type == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                yield TextDelta(delta.text)
+            elif delta.type == "input_json_delta" and event.index in self.blocks:
+                self.blocks[event.index]["json"] += delta.partial_json
+        elif event.type == "content_block_stop" and event.index in self.blocks:
+            call = self.blocks.pop(event.index)
+            yield NativeCall(call["id"], call["name"], call["json"] or "{}")
+        elif event.type == "message_delta":
+            self.stop_reason = event.delta.stop_reason or self.stop_reason
+            self.usage = replace(self.usage, output_tokens=event.usage.output_tokens or 0)
+
+    def finish(self, where: str) -> Iterator[StreamEvent]:
+        yield self.usage
+        yield end_of_stream(where, self.stop_reason)
+
+
+def _create_args(request: ChatRequest) -> dict[str, Any]:
+    """The ``messages.create`` arguments for ``request`` (but ``stream``)."""
+    messages = to_anthropic_messages(request)
+    mark_latest_turn(messages)
+    return {"model": request.model, "max_tokens": request.max_tokens, "messages": messages,
+            "system": system_blocks(request.system) or anthropic.omit,
+            "tools": [anthropic_tool(schema) for schema in request.tools] or anthropic.omit,
+            **sampling_options(request.sampling, "stop_sequences")}
+
+
+_failure = partial(sdk_failure, connection=anthropic.APIConnectionError,
+                   status=anthropic.APIStatusError)
+
+
 class AnthropicProvider:
-    """Streams from the Anthropic messages API (or a server speaking it)."""
+    """Streams from the Anthropic messages API (or a server speaking it).
+
+    ``astream`` goes through the SDK's async client, one per event loop, made on first use,
+    with no retries of its own and at most ``max_connections`` connections: its
+    :class:`~fencecall.providers.gate.Gate` (``self.gate``) bounds, paces and retries.
+    """
 
     def __init__(self, *, api_key: str | None, base_url: str | None = None,
-                 name: str = "anthropic", timeout: float = 600.0, max_retries: int = 2):
+                 name: str = "anthropic", timeout: float = 600.0, max_retries: int = 2,
+                 max_connections: int = 64):
         self.name = name
         self._client = anthropic.Anthropic(api_key=api_key or "not-needed", base_url=base_url,
                                            timeout=timeout, max_retries=max_retries)
         self.url: str | None = str(self._client.base_url)
+        self.gate = Gate(name, limit=max_connections, retries=max_retries)
+        self._async_clients = PerLoop(self._async_client)
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
-        tools: Any = [anthropic_tool(schema) for schema in request.tools] or anthropic.omit
-        system: Any = system_blocks(request.system) or anthropic.omit
-        messages: Any = to_anthropic_messages(request)
-        mark_latest_turn(messages)
-        blocks: dict[int, dict[str, str]] = {}
-        usage = Usage()
-        stop_reason = None
-        where = f"{self.name} ({self._client.base_url})"
-        with vendor_errors(where, anthropic.APIError):
-            stream = self._client.messages.create(
-                model=request.model, system=system, max_tokens=request.max_tokens,
-                messages=messages, stream=True, tools=tools,
-                **sampling_options(request.sampling, "stop_sequences"))
-            try:
-                with reading_stream(where):
-                    for event in stream:
-                        if event.type == "message_start":
-                            usage = _usage(event.message.usage)
-                        elif event.type == "content_block_start":
-                            block = event.content_block
-                            if block.type == "tool_use":
-                                blocks[event.index] = {"id": block.id, "name": block.name,
-                                                       "json": ""}
-                        elif event.type == "content_block_delta":
-                            delta = event.delta
-                            if delta.type == "text_delta":
-                                yield TextDelta(delta.text)
-                            elif delta.type == "input_json_delta" and event.index in blocks:
-                                blocks[event.index]["json"] += delta.partial_json
-                        elif event.type == "content_block_stop" and event.index in blocks:
-                            call = blocks.pop(event.index)
-                            yield NativeCall(call["id"], call["name"], call["json"] or "{}")
-                        elif event.type == "message_delta":
-                            stop_reason = event.delta.stop_reason or stop_reason
-                            usage = replace(usage, output_tokens=event.usage.output_tokens or 0)
-            finally:
-                stream.close()
-        yield usage
-        yield end_of_stream(where, stop_reason)
+        args = _create_args(request)
+        yield from read_stream(f"{self.name} ({self.url})", anthropic.APIError,
+                               lambda: self._client.messages.create(**args, stream=True),
+                               _Events())
 
+    def astream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        where = f"{self.name} ({self.url})"
+        return aread_stream(where, anthropic.APIError, self.gate.request(
+            lambda: self._async_clients.get().messages.create(**_create_args(request),
+                                                              stream=True),
+            where, _failure), _Events())
+
+    async def aclose(self) -> None:
+        """Closes the running loop's async connections (before the loop ends, so that none
+        is left to the garbage collector)."""
+        if (client := self._async_clients.pop()) is not None:
+            await client.close()
+
+    def _async_client(self) -> anthropic.AsyncAnthropic:
+        limits = httpx2.Limits(max_connections=self.gate.limit,
+                               max_keepalive_connections=self.gate.limit)
+        return anthropic.AsyncAnthropic(
+            api_key=self._client.api_key, base_url=self._client.base_url,
+            timeout=self._client.timeout, max_retries=0,
+            http_client=anthropic.DefaultAsyncHttpxClient(limits=limits,
+                                                          timeout=self._client.timeout))

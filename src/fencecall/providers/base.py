@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeGuard, TypeVar
 
 from ..config import Sampling
 from ..message import Message, Usage
@@ -113,12 +113,92 @@ def reading_stream(where: str) -> Iterator[None]:
 class Provider(Protocol):
     """A model API. ``stream`` is a generator: closing it aborts the HTTP response, which is
     how the agent stops a model as soon as a complete tool call has appeared. ``url`` is where
-    it sends requests (None for in-process providers)."""
+    it sends requests (None for in-process providers).
+
+    A provider MAY also have ``astream(request)``, an async generator of the same events in
+    the same order with the same errors, for requests made on an event loop: closing it
+    (``aclose()``) aborts the HTTP response as promptly. :func:`has_astream` tells."""
 
     name: str
     url: str | None
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]: ...
+
+
+class AsyncProvider(Provider, Protocol):
+    """A provider that also streams on an event loop (what :func:`has_astream` finds)."""
+
+    def astream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]: ...
+
+
+def has_astream(provider: Provider) -> TypeGuard[AsyncProvider]:
+    """Whether ``provider`` has ``astream`` (one without can still serve an event loop, its
+    ``stream`` run in a thread)."""
+    return callable(getattr(provider, "astream", None))
+
+
+C = TypeVar("C")
+C_co = TypeVar("C_co", covariant=True)
+C_contra = TypeVar("C_contra", contravariant=True)
+
+
+class ChunkReader(Protocol[C_contra]):
+    """Turns a vendor's stream chunks into events, the one mapping ``stream`` and
+    ``astream`` share: ``feed`` each chunk as it comes, ``finish`` once the stream has ended
+    (events that need the whole stream, and :func:`end_of_stream`'s verdict)."""
+
+    def feed(self, chunk: C_contra) -> Iterable[StreamEvent]: ...
+
+    def finish(self, where: str) -> Iterable[StreamEvent]: ...
+
+
+class Chunks(Protocol[C_co]):
+    """A vendor SDK's open reply stream (``Stream``)."""
+
+    def __iter__(self) -> Iterator[C_co]: ...
+
+    def close(self) -> None: ...
+
+
+class AsyncChunks(Protocol[C_co]):
+    """A vendor SDK's open async reply stream (``AsyncStream``)."""
+
+    def __aiter__(self) -> AsyncIterator[C_co]: ...
+
+    async def close(self) -> None: ...
+
+
+def read_stream(where: str, errors: type[Exception], open_stream: Callable[[], Chunks[C]],
+                reader: ChunkReader[C]) -> Generator[StreamEvent, None, None]:
+    """The events of the stream ``open_stream`` opens, its errors translated (``errors`` is
+    the SDK's base class); the response is closed however the reading ends."""
+    with vendor_errors(where, errors):
+        stream = open_stream()
+        try:
+            with reading_stream(where):
+                for chunk in stream:
+                    yield from reader.feed(chunk)
+        finally:
+            stream.close()
+    yield from reader.finish(where)
+
+
+async def aread_stream(where: str, errors: type[Exception],
+                       opening: AbstractAsyncContextManager[AsyncChunks[C]],
+                       reader: ChunkReader[C]) -> AsyncGenerator[StreamEvent, None]:
+    """:func:`read_stream` on an event loop, the stream opened by entering ``opening`` (a
+    gate's request) and closed before it is left."""
+    with vendor_errors(where, errors):
+        async with opening as stream:
+            try:
+                with reading_stream(where):
+                    async for chunk in stream:
+                        for event in reader.feed(chunk):
+                            yield event
+            finally:
+                await stream.close()
+    for event in reader.finish(where):
+        yield event
 
 
 TurnKind = Literal["assistant", "native_result", "tool_result", "user"]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Mapping
+from collections.abc import AsyncGenerator, Generator, Iterator, Mapping
+from functools import partial
 from typing import Any
 
+import httpx2
 import openai
 
 from ..message import Usage
@@ -15,13 +17,14 @@ from .base import (
     NativeCall,
     StreamEvent,
     TextDelta,
+    aread_stream,
     end_of_stream,
-    reading_stream,
+    read_stream,
     sampling_options,
     tool_result_text,
     turns,
-    vendor_errors,
 )
+from .gate import Gate, PerLoop, sdk_failure
 
 DESCRIPTION_LIMIT = 1024
 
@@ -76,6 +79,56 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+class _Chunks:
+    """Chat-completions chunks to events, for ``stream`` and ``astream`` alike: text as it
+    comes; native calls, which arrive in pieces, and the stop reason at the end."""
+
+    def __init__(self) -> None:
+        self.pending: dict[int, dict[str, str]] = {}
+        self.stop_reason: str | None = None
+
+    def feed(self, chunk: object) -> Iterator[StreamEvent]:
+        if not isinstance(chunk, dict):
+            raise TypeError(f"a chunk that is not a JSON object: {chunk!r:.80}")
+        if (usage := chunk.get("usage")) and isinstance(usage, dict):
+            yield _usage(usage)
+        if not (choices := chunk.get("choices")):
+            return
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        if content := delta.get("content"):
+            yield TextDelta(content)
+        for part in delta.get("tool_calls") or ():
+            slot = self.pending.setdefault(
+                part.get("index") or 0, {"id": "", "name": "", "args": ""})
+            if call_id := part.get("id"):
+                slot["id"] = call_id
+            if function := part.get("function"):
+                slot["name"] += function.get("name") or ""
+                slot["args"] += function.get("arguments") or ""
+        self.stop_reason = choice.get("finish_reason") or self.stop_reason
+
+    def finish(self, where: str) -> Iterator[StreamEvent]:
+        for index in sorted(self.pending):
+            slot = self.pending[index]
+            yield NativeCall(slot["id"] or f"call_{index}", slot["name"], slot["args"] or "{}")
+        yield end_of_stream(where, self.stop_reason)
+
+
+def _body(request: ChatRequest) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": request.model, "messages": to_openai_messages(request), "stream": True,
+        "max_tokens": request.max_tokens, "stream_options": {"include_usage": True},
+        **sampling_options(request.sampling, "stop")}
+    if request.tools:
+        body["tools"] = [openai_tool(schema) for schema in request.tools]
+    return body
+
+
+_failure = partial(sdk_failure, connection=openai.APIConnectionError,
+                   status=openai.APIStatusError)
+
+
 class OpenAIProvider:
     """Streams from any server speaking the OpenAI chat-completions protocol.
 
@@ -83,53 +136,49 @@ class OpenAIProvider:
     as plain JSON: our messages are already plain dicts, and the typed ``create`` call
     re-walks them against the SDK's type hints and builds a model object per chunk, which
     was most of a batch task's time (see ``benchmarks/batch.py``).
+
+    ``astream`` goes through the SDK's async client, one per event loop, made on first use,
+    with no retries of its own and at most ``max_connections`` connections: its
+    :class:`~fencecall.providers.gate.Gate` (``self.gate``) bounds, paces and retries.
     """
 
     def __init__(self, *, api_key: str | None, base_url: str | None = None,
-                 name: str = "openai", timeout: float = 600.0, max_retries: int = 2):
+                 name: str = "openai", timeout: float = 600.0, max_retries: int = 2,
+                 max_connections: int = 64):
         self.name = name
         self._client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url,
                                      timeout=timeout, max_retries=max_retries)
         self.url: str | None = str(self._client.base_url)
+        self.gate = Gate(name, limit=max_connections, retries=max_retries)
+        self._async_clients = PerLoop(self._async_client)
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
-        body: dict[str, Any] = {
-            "model": request.model, "messages": to_openai_messages(request), "stream": True,
-            "max_tokens": request.max_tokens, "stream_options": {"include_usage": True},
-            **sampling_options(request.sampling, "stop")}
-        if request.tools:
-            body["tools"] = [openai_tool(schema) for schema in request.tools]
-        pending: dict[int, dict[str, str]] = {}
-        stop_reason = None
-        where = f"{self.name} ({self._client.base_url})"
-        with vendor_errors(where, openai.APIError):
-            stream = self._client.post("/chat/completions", body=body, cast_to=object,
-                                       stream=True, stream_cls=openai.Stream[object])
-            try:
-                with reading_stream(where):
-                    for chunk in stream:
-                        if not isinstance(chunk, dict):
-                            raise TypeError(f"a chunk that is not a JSON object: {chunk!r:.80}")
-                        if (usage := chunk.get("usage")) and isinstance(usage, dict):
-                            yield _usage(usage)
-                        if not (choices := chunk.get("choices")):
-                            continue
-                        choice = choices[0]
-                        delta = choice.get("delta") or {}
-                        if content := delta.get("content"):
-                            yield TextDelta(content)
-                        for part in delta.get("tool_calls") or ():
-                            slot = pending.setdefault(
-                                part.get("index") or 0, {"id": "", "name": "", "args": ""})
-                            if call_id := part.get("id"):
-                                slot["id"] = call_id
-                            if function := part.get("function"):
-                                slot["name"] += function.get("name") or ""
-                                slot["args"] += function.get("arguments") or ""
-                        stop_reason = choice.get("finish_reason") or stop_reason
-            finally:
-                stream.close()
-        for index in sorted(pending):
-            slot = pending[index]
-            yield NativeCall(slot["id"] or f"call_{index}", slot["name"], slot["args"] or "{}")
-        yield end_of_stream(where, stop_reason)
+        body = _body(request)
+        yield from read_stream(
+            f"{self.name} ({self.url})", openai.APIError,
+            lambda: self._client.post("/chat/completions", body=body, cast_to=object,
+                                      stream=True, stream_cls=openai.Stream[object]),
+            _Chunks())
+
+    def astream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        where = f"{self.name} ({self.url})"
+        return aread_stream(where, openai.APIError, self.gate.request(
+            lambda: self._async_clients.get().post(
+                "/chat/completions", body=_body(request), cast_to=object, stream=True,
+                stream_cls=openai.AsyncStream[object]),
+            where, _failure), _Chunks())
+
+    async def aclose(self) -> None:
+        """Closes the running loop's async connections (before the loop ends, so that none
+        is left to the garbage collector)."""
+        if (client := self._async_clients.pop()) is not None:
+            await client.close()
+
+    def _async_client(self) -> openai.AsyncOpenAI:
+        limits = httpx2.Limits(max_connections=self.gate.limit,
+                               max_keepalive_connections=self.gate.limit)
+        return openai.AsyncOpenAI(
+            api_key=self._client.api_key, base_url=self._client.base_url,
+            timeout=self._client.timeout, max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(limits=limits,
+                                                       timeout=self._client.timeout))

@@ -3,7 +3,8 @@ providers (as httpx ships ``MockTransport``), so agent-loop tests need no socket
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Iterator
+import asyncio
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 
 from .base import (
@@ -50,15 +51,27 @@ class ScriptedProvider:
         self.delivered: list[int] = []
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
+        index, events = self._answer(request)
+        for event in events:
+            self.delivered[index] += 1
+            yield event
+
+    async def astream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        """``stream`` on an event loop, letting other tasks run before each event."""
+        index, events = self._answer(request)
+        for event in events:
+            await asyncio.sleep(0)
+            self.delivered[index] += 1
+            yield event
+
+    def _answer(self, request: ChatRequest) -> tuple[int, Iterator[StreamEvent]]:
+        """Records ``request``; its index and the events of its reply."""
         self.requests.append(request)
         index = len(self.delivered)
         self.delivered.append(0)
         if not self._script:
             raise ProviderError(f"{self.name}: no scripted reply left for request {index + 1}")
-        reply = _reply(self._script.pop(0), request)
-        for event in _events(reply, self.name):
-            self.delivered[index] += 1
-            yield event
+        return index, _events(_reply(self._script.pop(0), request), self.name)
 
 
 def _reply(item: Script, request: ChatRequest) -> ScriptedReply:
