@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -60,19 +61,23 @@ class Estimate:
 
 class _Memo:
     """Counts already made, by text: a conversation's messages are counted again with every
-    request, so each is counted once (up to ``size`` texts)."""
+    request, so each is counted once (up to ``size`` texts). Safe to share among threads
+    (a batch's sessions share one counter): a text two threads count at once is merely
+    counted twice."""
 
     def __init__(self, size: int = 4096):
         self._counts: dict[str, int] = {}
         self._size = size
+        self._lock = threading.Lock()
 
     def get(self, text: str, count: Callable[[str], int]) -> int:
         found = self._counts.get(text)
         if found is None:
             found = count(text)
-            if len(self._counts) >= self._size:
-                self._counts.pop(next(iter(self._counts)))
-            self._counts[text] = found
+            with self._lock:
+                if len(self._counts) >= self._size:
+                    self._counts.pop(next(iter(self._counts)))
+                self._counts[text] = found
         return found
 
 

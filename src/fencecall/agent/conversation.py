@@ -73,10 +73,18 @@ class ConversationInfo:
 
 class Conversation:
     """A named conversation; :attr:`messages` is the current state after undos. Without a
-    ``folder`` it lives in memory only (``path`` is None)."""
+    ``folder`` it lives in memory only (``path`` is None).
 
-    def __init__(self, folder: Path | None = None, name: str = "in-memory"):
+    ``synced``: each line is fsynced as it is written (the default). A batch task's log is
+    synced once, when it is closed: a task that never finished runs again from the start
+    (its log with it), and a write to the page cache does not stall the event loop that
+    carries every other task.
+    """
+
+    def __init__(self, folder: Path | None = None, name: str = "in-memory", *,
+                 synced: bool = True):
         self.folder = folder
+        self.synced = synced
         self.name = folder.name if folder is not None else name
         self.path = folder / LOG_NAME if folder is not None else None
         self.messages: list[Message] = []
@@ -167,7 +175,8 @@ class Conversation:
         written = os.write(self._fd, line)
         if written != len(line):
             raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
-        os.fsync(self._fd)
+        if self.synced:
+            os.fsync(self._fd)
 
     def remember(self, settings: dict[str, Any]) -> None:
         """Record the settings this conversation runs with (when they changed)."""
@@ -221,8 +230,12 @@ class Conversation:
 
     def close(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+            try:
+                if not self.synced:
+                    os.fsync(self._fd)
+            finally:
+                os.close(self._fd)
+                self._fd = None
 
 
 def private_folder(folder: Path) -> None:

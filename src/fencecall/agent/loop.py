@@ -18,10 +18,14 @@ the output token limit is kept as cut, and the model is asked to continue it.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import Executor
+from contextlib import aclosing, closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -56,10 +60,11 @@ from ..providers import (
     ProviderError,
     StreamBroken,
     StreamEnd,
+    StreamEvent,
     TextDelta,
     Usage,
 )
-from ..providers.base import wire_texts
+from ..providers.base import has_astream, wire_texts
 from ..tools.builtin.complete import NAME as COMPLETE
 from ..tools.builtin.complete import completes, how_to_finish
 from ..tools.builtin.jobs import LOG_FOLDER as JOBS
@@ -77,6 +82,7 @@ from .context import (
 from .conversation import Conversation
 from .deadline import Bounded, DeadlinePassed
 from .near_miss import feedback, near_misses
+from .offload import in_thread
 from .prompt import system_prompt
 from .repetition import RepetitionGuard
 from .spill import outputs_folder, spill
@@ -173,6 +179,73 @@ class _Reply:
     """The run's time limit passed while the reply streamed: it was cut there."""
 
 
+@dataclass(slots=True)
+class _Reading:
+    """A reply as it streams in."""
+
+    parser: StreamParser
+    run: telemetry.ChatRun
+    guard: RepetitionGuard = field(default_factory=RepetitionGuard)
+    text: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    native: list[NativeCall] = field(default_factory=list)
+    end: StreamEnd | None = None
+    usage: Usage | None = None
+    stopped_early: bool = False
+    interrupted: bool = False
+    out_of_time: bool = False
+    looped: str | None = None
+
+
+@dataclass(slots=True)
+class _Ran:
+    """What came of a reply's calls."""
+
+    interrupted: bool = False
+    told: bool = False
+    """A result told the model something went wrong (a diagnostic)."""
+    complete: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """A step of the loop waits for the model's reply to ``request``.
+
+    The loop is written once, as a generator of such waits (this, :class:`_Blocking`,
+    :class:`_Pause`); :meth:`Agent.send` performs them in its own thread, :meth:`Agent.asend`
+    on an event loop. The generator never blocks itself.
+    """
+
+    request: ChatRequest
+
+
+@dataclass(frozen=True, slots=True)
+class _Blocking:
+    """A step waits for blocking work: tools running, a compaction, a shared budget."""
+
+    work: Callable[[], object]
+
+
+@dataclass(frozen=True, slots=True)
+class _Pause:
+    """A step waits ``seconds`` (a retry's backoff)."""
+
+    seconds: float
+
+
+_Effect = _Ask | _Blocking | _Pause
+Steps = Generator[_Effect, object, Outcome]
+
+
+def _advance(steps: Steps, value: object, error: Exception | None) -> _Effect | Outcome:
+    """The next wait of ``steps``, given what the last one came to, or how they ended."""
+    try:
+        return steps.send(value) if error is None else steps.throw(error)
+    except StopIteration as done:
+        outcome: Outcome = done.value
+        return outcome
+
+
 class Agent:
     """Runs a conversation (in memory unless one is given) against a model with the tools of
     a session.
@@ -231,6 +304,9 @@ class Agent:
         self.spend = spend or Spend(Pricing(model, provider.name, provider.url or None))
         """Every request's tokens and cost, checked against its limits before each request."""
         self.autonomous = autonomous
+        self.executor: Executor | None = None
+        """Where :meth:`asend` runs blocking work (None: the event loop's default executor,
+        whose few threads suit a handful of sessions; a batch gives one of its own)."""
         self.interruptible = False
         """Whether replies are read in a thread of their own even without a time limit, so
         that an interrupt raised in the agent's thread from elsewhere (an editor's cancel)
@@ -254,7 +330,14 @@ class Agent:
     def run(self, prompt: str) -> RunResult:
         """:meth:`send` ``prompt``, and what came of it."""
         first = len(self.conversation.messages)
-        outcome = self.send(prompt)
+        return self._result(first, self.send(prompt))
+
+    async def arun(self, prompt: str) -> RunResult:
+        """:meth:`run` on the event loop (see :meth:`asend`)."""
+        first = len(self.conversation.messages)
+        return self._result(first, await self.asend(prompt))
+
+    def _result(self, first: int, outcome: Outcome) -> RunResult:
         added = tuple(self.conversation.messages[first:])
         answer = answer_of(added)
         return RunResult(outcome, "" if answer is None else answer, added)
@@ -266,6 +349,19 @@ class Agent:
         self.conversation.append(Message("user", prompt))
         with telemetry.current().turn(self.model):
             return self.resume()
+
+    async def asend(self, prompt: str) -> Outcome:
+        """:meth:`send` on the event loop: the same steps, with the model's replies read
+        there (asynchronously where the provider can) and tools run in :attr:`executor`'s
+        threads, so one loop holds many sessions. Cancelling it stops the reply being read
+        (what it cost is counted) or, once the tool running now has ended, the run."""
+        self._tell_job_ends()
+        self.conversation.append(Message("user", prompt))
+        with telemetry.current().turn(self.model):
+            outcome = await self._adrive(self._steps())
+        if outcome is Outcome.TIME_LIMIT:
+            await in_thread(self.session.stop_jobs, self.executor)
+        return outcome
 
     def resume(self) -> Outcome:
         """Continue from the current state (after a resume, or after tool results). A time
@@ -281,18 +377,22 @@ class Agent:
             self._record(system(job_ended(job), job_ended=job.id, job_state=job.state))
 
     def _work(self) -> Outcome:
+        return self._drive(self._steps())
+
+    def _steps(self) -> Steps:
+        """The loop itself, as steps that leave the waiting to a driver (see :class:`_Ask`)."""
         self._answer_unfinished()
         self.session.deadline = self.spend.deadline
         fruitless = 0
         for _ in range(self.max_steps):
             self._tell_job_ends()
-            request = self._fitted()
-            refused = self._refusal(request)
+            request = yield from self._fitting()
+            refused = yield from self._reserving(request)
             if refused is not None:
                 ending = Outcome.TIME_LIMIT if refused.kind == "time-limit" else Outcome.BUDGET
                 self._record(system(str(refused), ending=ending, limit=refused.kind))
                 return ending
-            reply = self._generate(request)
+            reply = yield from self._generating(request)
             self.conversation.append(reply.message)
             if reply.out_of_time:
                 for call in reply.native:
@@ -308,21 +408,17 @@ class Agent:
                     self._record(system("Not run: the user interrupted the reply (Ctrl-C).",
                                         Status.INTERRUPTED).tagged(call.call_id, call.name))
                 return Outcome.INTERRUPTED
-            interrupted = told = complete = False
+            told = False
             calls = reply.calls + reply.native
             if calls:
                 self._emit(CallsFound(tuple(calls)))
-            history = tuple(self.conversation.messages)
-            for result in self.session.execute_calls(reply.message, calls, reply.diagnostics,
-                                                     history):
-                self._record(result)
-                interrupted = interrupted or result.status is Status.INTERRUPTED
-                told = told or "diagnostic" in result.metadata
-                complete = complete or completes(result)
-            if interrupted:
+            ran = yield _Blocking(functools.partial(self._run_calls, reply, calls))
+            assert isinstance(ran, _Ran)
+            if ran.interrupted:
                 return Outcome.INTERRUPTED
-            if complete:
+            if ran.complete:
                 return Outcome.DONE
+            told = ran.told
             if reply.looped is not None:
                 self._record(system(reply.looped, Status.ERROR, loop=True))
                 told = True
@@ -353,6 +449,55 @@ class Agent:
             f"Stopped after {self.max_steps} steps (the step limit).",
             ending=Outcome.STEP_LIMIT))
         return Outcome.STEP_LIMIT
+
+    def _run_calls(self, reply: _Reply, calls: list[ToolCall]) -> _Ran:
+        """Run a reply's calls in order, recording each result as it comes."""
+        ran = _Ran()
+        history = tuple(self.conversation.messages)
+        for result in self.session.execute_calls(reply.message, calls, reply.diagnostics,
+                                                 history):
+            self._record(result)
+            ran.interrupted = ran.interrupted or result.status is Status.INTERRUPTED
+            ran.told = ran.told or "diagnostic" in result.metadata
+            ran.complete = ran.complete or completes(result)
+        return ran
+
+    def _drive(self, steps: Steps) -> Outcome:
+        """Run ``steps`` here, blocking on each wait."""
+        value: object = None
+        error: Exception | None = None
+        with closing(steps):
+            while not isinstance(effect := _advance(steps, value, error), Outcome):
+                value, error = None, None
+                try:
+                    if isinstance(effect, _Ask):
+                        value = self._generate_once(effect.request)
+                    elif isinstance(effect, _Pause):
+                        self._sleep(effect.seconds)
+                    else:
+                        value = effect.work()
+                except Exception as err:
+                    error = err
+        return effect
+
+    async def _adrive(self, steps: Steps) -> Outcome:
+        """Run ``steps`` on the event loop: replies are read there (where the provider can
+        stream asynchronously), blocking work goes to :attr:`executor`'s threads."""
+        value: object = None
+        error: Exception | None = None
+        with closing(steps):
+            while not isinstance(effect := _advance(steps, value, error), Outcome):
+                value, error = None, None
+                try:
+                    if isinstance(effect, _Ask):
+                        value = await self._agenerate_once(effect.request)
+                    elif isinstance(effect, _Pause):
+                        await asyncio.sleep(effect.seconds)
+                    else:
+                        value = await in_thread(effect.work, self.executor)
+                except Exception as err:
+                    error = err
+        return effect
 
     def _give_up(self, replies: int) -> Outcome:
         """End the run after ``replies`` fruitless replies in a row (0: a reply of an
@@ -416,14 +561,14 @@ class Agent:
         return ChatRequest(self.model, self._system, messages, tools, self.max_tokens,
                            self.sampling)
 
-    def _fitted(self) -> ChatRequest:
+    def _fitting(self) -> Generator[_Effect, object, ChatRequest]:
         """The next request, inside the window: when it would not fit, the conversation is
         compacted first (see :mod:`.context`)."""
         request = self._request()
         window = self.window
         if window is None or self._next_input(request) <= window.budget:
             return request
-        self.compact()
+        yield _Blocking(self.compact)  # it asks the model for a summary
         request = self._request()
         needed = self._next_input(request)
         if needed > window.budget:
@@ -528,23 +673,34 @@ class Agent:
                 return usage.all_input + added_tokens
         return self._input_tokens(request)
 
-    def _generate(self, request: ChatRequest) -> _Reply:
+    def _generating(self, request: ChatRequest) -> Generator[_Effect, object, _Reply]:
         """One reply, asked for again while its stream breaks off (up to ``retries``, each
         retry within the limits too)."""
         attempt = 0
         while True:
             try:
-                return self._generate_once(request)
+                reply = yield _Ask(request)
+                assert isinstance(reply, _Reply)
+                return reply
             except StreamBroken as err:
                 attempt += 1
                 if attempt > self.retries:
                     raise
-                refused = self._refusal(request)
+                refused = yield from self._reserving(request)
                 if refused is not None:
                     raise StreamBroken(f"{err} (not asked again: {refused})") from err
                 delay = self.backoff * 2 ** (attempt - 1)
                 self._emit(Retrying(str(err), attempt, self.retries, delay))
-                self._sleep(delay)
+                yield _Pause(delay)
+
+    def _reserving(self, request: ChatRequest) -> Generator[_Effect, object, Refusal | None]:
+        """:meth:`_refusal`; in a thread where a shared account may make it wait or the
+        counter may ask a server."""
+        if self.spend.account is None and not (self.spend.limited and self._counting_waits):
+            return self._refusal(request)
+        refused = yield _Blocking(lambda: self._refusal(request))
+        assert refused is None or isinstance(refused, Refusal)
+        return refused
 
     def _refusal(self, request: ChatRequest) -> Refusal | None:
         """Why ``request`` must not be sent, or None once its worst case is reserved (its
@@ -552,6 +708,12 @@ class Agent:
         if not self.spend.limited:
             return None
         return self.spend.reserve(self._input_tokens(request), self.max_tokens)
+
+    @property
+    def _counting_waits(self) -> bool:
+        """Whether counting tokens may wait (on a tokenizer server, or a large vocabulary's
+        work): the event loop then leaves it to a thread."""
+        return not isinstance(self.counter, Estimate)
 
     def _counted_input(self, request: ChatRequest) -> int:
         return request_tokens(self.counter, request.system, wire_texts(request.messages),
@@ -592,67 +754,112 @@ class Agent:
 
     def _generate_once(self, request: ChatRequest) -> _Reply:
         """Stream one reply; stop it at its first complete runnable call."""
-        parser = StreamParser(self.format)
-        text: list[str] = []
-        calls: list[ToolCall] = []
-        native: list[NativeCall] = []
-        end: StreamEnd | None = None
-        usage: Usage | None = None
-        run = telemetry.current().chat(self.model, provider=self.provider.name,
-                                       url=self.provider.url)
+        reading = self._reading()
         stream = self.provider.stream(request)
         deadline = self.session.deadline
         events = stream if deadline is None and not self.interruptible else Bounded(
             stream, math.inf if deadline is None else deadline)
-        stopped_early = interrupted = out_of_time = False
-        guard = RepetitionGuard()
-        looped: str | None = None
         try:
             for event in events:
-                if isinstance(event, TextDelta):
-                    text.append(event.text)
-                    self._emit(ReplyText(event.text))
-                    calls = self._first_runnable(parser.feed(event.text))
-                    if calls:
-                        stopped_early = True
-                        break
-                    looped = guard.feed(event.text)
-                    if looped is not None:
-                        break
-                elif isinstance(event, NativeCall):
-                    native.append(event)
-                elif isinstance(event, Usage):
-                    usage = event
-                else:
-                    end = event
+                if self._take(reading, event):
+                    break
         except KeyboardInterrupt:
-            stopped_early = interrupted = True
-            text.append("\n[interrupted by the user]")
+            reading.stopped_early = reading.interrupted = True
+            reading.text.append("\n[interrupted by the user]")
         except DeadlinePassed:
-            out_of_time = True
-            text.append("\n[cut at the time limit]")
+            reading.out_of_time = True
+            reading.text.append("\n[cut at the time limit]")
         except Exception as err:
-            if isinstance(err, ProviderError) and not isinstance(err, StreamBroken):
-                self.spend.release()  # refused by the provider (an HTTP error): not billed
-                run.end(error_type=type(err).__name__)
-                raise
-            lost, _ = self._bill(request, usage, "".join(text), run,  # billed all the same
-                                 error_type=type(err).__name__)
-            self._unlogged += lost
+            self._failed(request, reading, err)
             raise
         finally:
             events.close()
+        return self._read(request, reading)
+
+    async def _agenerate_once(self, request: ChatRequest) -> _Reply:
+        """:meth:`_generate_once` on the event loop (in a thread for a provider that can
+        only stream synchronously)."""
+        if not has_astream(self.provider):
+            return await in_thread(lambda: self._generate_once(request), self.executor)
+        reading = self._reading()
+        deadline = self.session.deadline
+        limit = asyncio.timeout(None if deadline is None else deadline - time.monotonic())
+        try:
+            async with limit, aclosing(self.provider.astream(request)) as events:
+                async for event in events:
+                    if self._take(reading, event):
+                        break
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            reading.out_of_time = True
+            reading.text.append("\n[cut at the time limit]")
+        except Exception as err:
+            if reading.usage is None and self._counting_waits:
+                await in_thread(functools.partial(self._failed, request, reading, err),
+                                self.executor)
+            else:
+                self._failed(request, reading, err)
+            raise
+        except asyncio.CancelledError as err:  # the run was stopped: the request still cost
+            self._failed(request, reading, err)
+            raise
+        if reading.usage is None and self._counting_waits:  # a reply cut at its first call
+            return await in_thread(functools.partial(self._read, request, reading),
+                                   self.executor)
+        return self._read(request, reading)
+
+    def _reading(self) -> _Reading:
+        return _Reading(StreamParser(self.format), telemetry.current().chat(
+            self.model, provider=self.provider.name, url=self.provider.url))
+
+    def _take(self, reading: _Reading, event: StreamEvent) -> bool:
+        """Take one event of the reply; True: stop reading (a complete call, a loop)."""
+        if isinstance(event, TextDelta):
+            reading.text.append(event.text)
+            self._emit(ReplyText(event.text))
+            reading.calls = self._first_runnable(reading.parser.feed(event.text))
+            if reading.calls:
+                reading.stopped_early = True
+                return True
+            reading.looped = reading.guard.feed(event.text)
+            return reading.looped is not None
+        if isinstance(event, NativeCall):
+            reading.native.append(event)
+        elif isinstance(event, Usage):
+            reading.usage = event
+        else:
+            reading.end = event
+        return False
+
+    def _failed(self, request: ChatRequest, reading: _Reading, err: BaseException) -> None:
+        """Count a reply whose reading failed: a request the provider refused (an HTTP
+        error) is not billed; one that broke off or was stopped is, for what it got."""
+        if isinstance(err, ProviderError) and not isinstance(err, StreamBroken):
+            self.spend.release()
+            reading.run.end(error_type=type(err).__name__)
+            return
+        lost, _ = self._bill(request, reading.usage, "".join(reading.text), reading.run,
+                             error_type=type(err).__name__)
+        self._unlogged += lost
+
+    def _read(self, request: ChatRequest, reading: _Reading) -> _Reply:
+        """The reply of a reading that ended (whole, cut at a call, interrupted, out of
+        time), billed."""
+        end, stopped_early, looped = reading.end, reading.stopped_early, reading.looped
+        interrupted, out_of_time = reading.interrupted, reading.out_of_time
         billed, counted = self._bill(
-            request, usage, "".join(text), run,
+            request, reading.usage, "".join(reading.text), reading.run,
             finish_reason="time-limit" if out_of_time
             else "tool_call" if stopped_early and not interrupted
             else "loop" if looped else end.stop_reason if end else "interrupted")
+        calls = reading.calls
         if not stopped_early and looped is None and not out_of_time:
-            calls = self._first_runnable(parser.finish())
-        reply = "".join(text)
+            calls = self._first_runnable(reading.parser.finish())
+        reply = "".join(reading.text)
         if calls and stopped_early:
             reply = _up_to(reply, calls[0])
-        native_calls = [self._native_call(call) for call in native]
+        native_calls = [self._native_call(call) for call in reading.native]
         cut = end is not None and end.cut and not stopped_early
         if self._unlogged != Usage():  # broken attempts before it: counted by fencecall
             billed, self._unlogged = billed + self._unlogged, Usage()
@@ -663,7 +870,7 @@ class Agent:
                   for call in native_calls),
             cut, end.stop_reason if cut and end else None, looped, counted))
         self._emit(ReplyDone(message, stopped_early or looped is not None))
-        diagnostics = [] if looped is not None else parser.diagnostics
+        diagnostics = [] if looped is not None else reading.parser.diagnostics
         return _Reply(message, [] if interrupted or out_of_time else calls, diagnostics,
                       interrupted, cut, native_calls,
                       None if looped is None else LOOPED.format(looped), out_of_time)

@@ -112,16 +112,18 @@ def _selected(settings: RunSettings, config: Config, servers: McpServers | None)
 
 
 def provider(settings: RunSettings, config: Config,
-             secrets: Mapping[str, str] | None = None) -> Provider:
+             secrets: Mapping[str, str] | None = None, *,
+             max_connections: int = 64) -> Provider:
     """The model's provider, waiting ``request_timeout`` for its server and retrying its
-    requests ``retries`` times. ``secrets`` holds the API keys (default: the environment).
-    Raises :class:`NoModel` when the settings name no model."""
+    requests ``retries`` times, with at most ``max_connections`` requests open at once on
+    an event loop. ``secrets`` holds the API keys (default: the environment). Raises
+    :class:`NoModel` when the settings name no model."""
     if settings.model is None:
         raise NoModel(NO_MODEL)
     from ..providers import get_provider
 
     built, _ = get_provider(settings.model, config, secrets, timeout=settings.request_timeout,
-                            retries=settings.retries)
+                            retries=settings.retries, max_connections=max_connections)
     if settings.limits.usd is not None:
         require_price(settings, config, built)
     return built
@@ -174,11 +176,13 @@ def session(env: Environment, config: Config, chain: Toolchain, *, confirm: Conf
 def agent(settings: RunSettings, config: Config, model: Provider, run_session: Session,
           conversation: Conversation | None = None, *, on_event: EventSink | None = None,
           sleep: Callable[[float], None] = time.sleep,
-          account: Account | None = None, secrets: Mapping[str, str] | None = None) -> Agent:
+          account: Account | None = None, secrets: Mapping[str, str] | None = None,
+          tokens: TokenCounter | None = None) -> Agent:
     """The agent loop of a run, its spend counted from now and held to the settings'
     limits, and to a budget shared with other runs (``account``, a batch's) where given;
     ``sleep`` waits out a retry's backoff and a shared budget held by other runs;
-    ``secrets`` hold the API keys a token counter may need (default: the environment)."""
+    ``secrets`` hold the API keys a token counter may need (default: the environment);
+    ``tokens`` is the model's counter where runs share one (default: :func:`counter`)."""
     from ..agent import Agent
 
     return Agent(model, settings.model_name, run_session, conversation, fmt=settings.format,
@@ -187,7 +191,7 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
                  feedback_limit=settings.feedback_limit, sampling=settings.sampling,
                  compact=settings.compact, context_window=settings.context_window,
                  compaction=settings.compaction, result_share=settings.result_share,
-                 counter=counter(settings, config, secrets),
+                 counter=tokens or counter(settings, config, secrets),
                  spend=Spend(pricing(settings, model), settings.limits, account=account,
                              wait=sleep),
                  autonomous=settings.autonomous)
