@@ -57,6 +57,8 @@ class Served:
     """With a tokenizer: the request's input, as the server counts (and bills) it."""
     output_tokens: int = 0
     """With a tokenizer: the tokens of the text it sent, up to where the client left."""
+    at: float = field(default_factory=time.monotonic)
+    """When it came (``time.monotonic()``)."""
 
 
 class _Server(ThreadingHTTPServer):

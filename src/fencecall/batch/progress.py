@@ -1,4 +1,5 @@
-"""How far a batch is: done, failed, running, rate and ETA.
+"""How far a batch is: done, failed, running, model requests in flight and retried (and a
+provider's pause for its rate limit), rate and ETA.
 
 A rich progress bar at a terminal; elsewhere (a log file, CI) one plain line every
 ``every`` seconds, and one at the end. Both go to stderr, so stdout stays for results.
@@ -6,6 +7,7 @@ A rich progress bar at a terminal; elsewhere (a log file, CI) one plain line eve
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import TextIO
@@ -20,6 +22,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from ..providers import GateStats
 from .results import TaskResult
 
 
@@ -39,6 +42,7 @@ class BatchProgress:
         self.total, self.skipped = total, skipped
         self.done = self.failed = 0
         self._running: set[str] = set()
+        self._requests = GateStats(0, 0, 0, 0.0)
         self.console = console or Console(stderr=True, highlight=False)
         self.live = self.console.is_terminal if live is None else live
         self.every = every
@@ -55,7 +59,8 @@ class BatchProgress:
         return len(self._running)
 
     def line(self) -> str:
-        """The state in one line: ``12/100 done, 2 failed, 10 running, 3.1 tasks/s, ETA 28s``."""
+        """The state in one line: ``12/100 done, 2 failed, 10 running, 9 requests in flight,
+        3 retries, 3.1 tasks/s, ETA 28s``."""
         with self._lock:
             done, failed, running = self.done, self.failed, len(self._running)
         elapsed = max(time.monotonic() - self._start, 1e-9)
@@ -63,7 +68,20 @@ class BatchProgress:
         left = self.total - done
         eta = f"ETA {_duration(left / rate)}" if rate > 0 and left else "ETA -"
         return (f"{done}/{self.total} done, {failed} failed, {running} running, "
-                f"{rate:.2f} tasks/s, {eta}")
+                f"{self._requests_text()}, {rate:.2f} tasks/s, {eta}")
+
+    def _requests_text(self) -> str:
+        now = self._requests
+        text = (f"{now.in_flight} request{'s' * (now.in_flight != 1)} in flight, "
+                f"{now.retries} retr{'ies' if now.retries != 1 else 'y'}")
+        if now.paused_for > 0:
+            text += f", paused {math.ceil(now.paused_for)}s by the server"
+        return text
+
+    def requests(self, now: GateStats) -> None:
+        """The model requests now (see :data:`~.scheduler.BatchEvent`)."""
+        self._requests = now
+        self._refresh()
 
     def started(self, task_id: str) -> None:
         with self._lock:
@@ -82,7 +100,8 @@ class BatchProgress:
             return
         elapsed = max(time.monotonic() - self._start, 1e-9)
         self._bar.update(self._bar_task, completed=self.done, failed=self.failed,
-                         running=self.running, rate=f"{self.done / elapsed:.2f} tasks/s")
+                         running=self.running, requests=self._requests_text(),
+                         rate=f"{self.done / elapsed:.2f} tasks/s")
 
     def _print(self, text: str) -> None:
         if self._stream is not None:
@@ -102,9 +121,12 @@ class BatchProgress:
             self._bar = Progress(
                 TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("[red]{task.fields[failed]} failed"),
-                TextColumn("{task.fields[running]} running"), TextColumn("{task.fields[rate]}"),
+                TextColumn("{task.fields[running]} running"),
+                TextColumn("{task.fields[requests]}", markup=False),
+                TextColumn("{task.fields[rate]}"),
                 TextColumn("ETA"), TimeRemainingColumn(), console=self.console)
             self._bar_task = self._bar.add_task("batch", total=self.total, failed=0, running=0,
+                                                requests=self._requests_text(),
                                                 rate="0.00 tasks/s")
             self._bar.start()
         else:

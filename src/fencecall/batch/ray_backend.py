@@ -18,12 +18,14 @@ travel with each shard, the providers' keys among them (``BatchOptions.secrets``
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from ..accounting import Account, Hold, Ledger, Refusal
 from ..errors import UserError
+from ..providers import GateStats
 from .results import ResultFile, TaskResult
 from .runner import BatchOptions
 from .scheduler import TaskStarted, ledger, run_events
@@ -72,6 +74,9 @@ def shard_events(tasks: list[Task], options: BatchOptions,
     for event in run_events(tasks, options, account=account):
         if isinstance(event, TaskStarted):
             yield {"started": event.id}
+        elif isinstance(event, GateStats):
+            yield {"requests": [event.in_flight, event.waiting, event.retries,
+                                event.paused_for]}
         else:
             yield {"result": event.record()}
 
@@ -87,6 +92,7 @@ def _ray() -> Any:
 def run_batch_ray(tasks: Iterable[Task], options: BatchOptions, *,
                   out: ResultFile | Path | None = None,
                   on_start: Callable[[str], None] | None = None,
+                  on_requests: Callable[[GateStats], None] | None = None,
                   address: str | None = None, shard_size: int | None = None,
                   on_note: Callable[[str], None] | None = None
                   ) -> Generator[TaskResult, None, None]:
@@ -113,7 +119,8 @@ def run_batch_ray(tasks: Iterable[Task], options: BatchOptions, *,
                                                   max_retries=3)
         running = [remote.remote(shard, options, account) for shard in shards]
         try:
-            yield from _collect(ray, running, file, written, on_start, on_note)
+            yield from _collect(ray, running, file, written,
+                                _Hooks(on_start, on_requests, on_note))
         except BaseException:  # Ctrl-C, SIGTERM: stop the shards; their tasks rerun later
             for generator in running:
                 ray.cancel(generator)
@@ -123,9 +130,18 @@ def run_batch_ray(tasks: Iterable[Task], options: BatchOptions, *,
             file.close()
 
 
+@dataclass(frozen=True, slots=True)
+class _Hooks:
+    """What the driver tells its caller besides results."""
+
+    on_start: Callable[[str], None] | None
+    on_requests: Callable[[GateStats], None] | None
+    on_note: Callable[[str], None] | None
+
+
 def _collect(ray: Any, running: list[Any], file: ResultFile | None, written: set[str],
-             on_start: Callable[[str], None] | None,
-             on_note: Callable[[str], None] | None) -> Generator[TaskResult, None, None]:
+             hooks: _Hooks) -> Generator[TaskResult, None, None]:
+    requests: dict[int, GateStats] = {}  # each shard's latest, summed for the caller
     while running:
         ready, _ = ray.wait(running, num_returns=1, timeout=WAIT_STEP)
         for generator in ready:
@@ -133,16 +149,23 @@ def _collect(ray: Any, running: list[Any], file: ResultFile | None, written: set
                 record = ray.get(next(generator))
             except StopIteration:
                 running.remove(generator)
+                requests.pop(id(generator), None)
                 continue
             except ray.exceptions.RayError as err:
                 running.remove(generator)
-                if on_note is not None:
-                    on_note(f"a shard failed ({_first_line(err)}); its unfinished tasks "
-                            "have no result and run when the batch is resumed")
+                requests.pop(id(generator), None)
+                if hooks.on_note is not None:
+                    hooks.on_note(f"a shard failed ({_first_line(err)}); its unfinished "
+                                  "tasks have no result and run when the batch is resumed")
                 continue
             if "started" in record:
-                if on_start is not None and record["started"] not in written:
-                    on_start(record["started"])
+                if hooks.on_start is not None and record["started"] not in written:
+                    hooks.on_start(record["started"])
+                continue
+            if "requests" in record:
+                requests[id(generator)] = GateStats(*record["requests"])
+                if hooks.on_requests is not None:
+                    hooks.on_requests(GateStats.total(requests.values()))
                 continue
             result = TaskResult.from_record(record["result"])
             if result.id in written:  # a shard that ran again: its first result counts

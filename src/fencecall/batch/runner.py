@@ -1,16 +1,20 @@
 """One batch task, start to end: its workspace, session, conversation log, agent and result.
 
-:meth:`Runner.run` is synchronous (the agent loop blocks on the model's stream and on tool
-processes) and runs in a worker thread. It never raises: whatever goes wrong becomes the
-result's status. A :class:`Stop` lets the scheduler end it from outside (a timeout, or the
-batch stopping): calls not yet started are blocked, the next model event or request raises,
-a retry's backoff wakes up, and the task's shell processes are killed, so a command that
-hangs ends now. The session itself is closed by the worker, never from another thread.
+:meth:`Runner.arun` is a coroutine: the model's replies are read on the batch's event loop,
+and what blocks (making the workspace and session, the tools' processes, the diff) runs in
+the runner's worker threads. It never raises: whatever goes wrong becomes the result's
+status. A :class:`Stop` lets the scheduler end it from outside (a timeout, or the batch
+stopping): calls not yet started are blocked, a retry's backoff or a wait for the batch's
+budget wakes up, and the task's shell processes are killed, so a command that hangs ends
+now; the scheduler then cancels the coroutine, which ends a reply being read at once. The
+session itself is closed by the task, never while a tool of it runs.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -18,23 +22,33 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .. import assembly
-from ..accounting import Account, Limits
-from ..agent import Conversation
+from ..accounting import Account, Limits, TokenCounter
+from ..agent import Agent, Conversation
 from ..agent.loop import answer_of
+from ..agent.offload import DaemonThreads, in_thread
 from ..agent.stats import TOKEN_KINDS, collect
 from ..assembly import Overrides, RunSettings, resolve
 from ..config import Config, check_apart
 from ..errors import UserError
 from ..execution import Session, auto_no, auto_yes
 from ..message import Message, Outcome
-from ..providers import ChatRequest, Provider, ProviderError, StreamEvent
+from ..providers import (
+    AsyncProvider,
+    ChatRequest,
+    Gate,
+    Provider,
+    ProviderError,
+    StreamEvent,
+    has_astream,
+)
 from ..secrecy import tool_environment
 from ..tools import Block, HookRegistry, Toolchain
 from ..tools.events import TOOL_PRE_EXECUTE, ToolPreExecute
@@ -113,14 +127,6 @@ class BatchOptions:
                          sandbox=self.sandbox, network=self.network,
                          budget_usd=self.task_budget.usd, budget_tokens=self.task_budget.tokens,
                          time_limit=self.task_budget.time, autonomous=self.autonomous)
-
-
-TASKS_PER_CLIENT = 8
-"""Tasks running at once per model client (see :meth:`Runner._provider`)."""
-
-
-def _clients_for(concurrency: int) -> int:
-    return max(1, -(-concurrency // TASKS_PER_CLIENT))
 
 
 class SetupError(Exception):
@@ -211,12 +217,15 @@ class _StoppableSession(Session):
 
 
 class _StoppableProvider:
-    """A provider whose stream raises :class:`Stopped` once the task stops."""
+    """A provider whose stream raises :class:`Stopped` once the task stops (the scheduler
+    also cancels a stopped task's coroutine, which ends an async stream at once)."""
 
     def __init__(self, inner: Provider, stop: Stop):
         self._inner, self._stop = inner, stop
         self.name = inner.name
         self.url = inner.url
+        if has_astream(inner):
+            self.astream = functools.partial(self._astream, inner)
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
         self._stop.check()
@@ -228,6 +237,28 @@ class _StoppableProvider:
         finally:
             inner.close()
 
+    async def _astream(self, inner: AsyncProvider,
+                       request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
+        self._stop.check()
+        async with aclosing(inner.astream(request)) as events:
+            async for event in events:
+                self._stop.check()
+                yield event
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """What a task's run has made so far, for its end to close and report."""
+
+    folder: Path
+    workspace: Path
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    clock: float = field(default_factory=time.monotonic)
+    model: str | None = None
+    base: str | None = None
+    session: Session | None = None
+    conversation: Conversation | None = None
+
 
 def folder_name(task_id: str) -> str:
     """A folder name for a task id: readable, safe, and distinct for distinct ids."""
@@ -236,9 +267,12 @@ def folder_name(task_id: str) -> str:
 
 
 class Runner:
-    """Runs tasks with one batch's options; shares what tasks may share (providers, built
-    toolchains, the batch's budget ``account``), never what they must not (workspace,
-    session, log)."""
+    """Runs tasks with one batch's options; shares what tasks may share (providers and their
+    connections, token counters, built toolchains, the batch's budget ``account``, worker
+    threads), never what they must not (workspace, session, log).
+
+    Its coroutines run on one event loop; :meth:`aclose` on that loop, once they ended,
+    closes the providers' connections there."""
 
     def __init__(self, options: BatchOptions, account: Account | None = None):
         self.options = options
@@ -253,8 +287,11 @@ class Runner:
         self.policy = sandbox.policy
         self._lock = threading.Lock()
         self._providers: dict[tuple[str, float, int], Provider] = {}
-        self._turn = 0
+        self._counters: dict[str, TokenCounter] = {}
         self._toolchains: dict[tuple[tuple[str, ...] | None, bool], Toolchain] = {}
+        self.executor = DaemonThreads(max(1, options.concurrency) + 8, "fencecall-batch")
+        """Where tasks' blocking work runs: a thread per running task at most (tools run
+        in one while their task waits on nothing else), and a few for the others' set-up."""
         declared = (options.mcp_servers if options.mcp_servers is not None
                     else options.config.mcp_servers)
         self._mcp = self._mcp_servers(declared) if declared else None
@@ -270,27 +307,51 @@ class Runner:
         servers.tools(None)  # listed now, so no task's time limit pays for a server's start
         return servers
 
-    def close(self) -> None:
-        """Stop what the batch shares: MCP connections that listed tools."""
+    async def aclose(self) -> None:
+        """Close what the batch shares: the providers' connections on this loop, the MCP
+        connections that listed tools, the worker threads (those of tasks left to end on
+        their own are not waited for)."""
+        for provider in list(self._providers.values()):
+            closing = getattr(provider, "aclose", None)
+            if callable(closing):
+                with contextlib.suppress(Exception):
+                    await closing()
         if self._mcp is not None:
-            self._mcp.close()
+            await in_thread(self._mcp.close)
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def gates(self) -> list[Gate]:
+        """The providers' gates (for the requests in flight and retries)."""
+        with self._lock:
+            found = [getattr(provider, "gate", None) for provider in self._providers.values()]
+        return [gate for gate in found if isinstance(gate, Gate)]
 
     def timeout_of(self, task: Task) -> float | None:
         return task.timeout or self.options.timeout
 
     def _provider(self, settings: RunSettings, task: Task) -> Provider:
-        """A provider for the model (and request timeout), taken in turn from a few shared
-        ones: the SDK clients are thread-safe but each holds one connection pool behind one
-        lock, which a hundred threads queue on; a client per task costs far more to make."""
+        """The provider for the model's server (and request timeout), shared by the tasks
+        that use it: one connection pool and one gate, so a rate limit slows all of them
+        as one, and another provider's tasks not at all."""
         limit = self.timeout_of(task)
         wait = min(settings.request_timeout, limit) if limit else settings.request_timeout
+        key = ((settings.model or "").partition("/")[0], wait, settings.retries)
         with self._lock:
-            self._turn += 1
-            key = (str(settings.model), wait, self._turn % _clients_for(self.options.concurrency))
             if key not in self._providers:
                 self._providers[key] = assembly.provider(
-                    replace(settings, request_timeout=wait), self.options.config, self.secrets)
+                    replace(settings, request_timeout=wait), self.options.config,
+                    self.secrets, max_connections=max(1, self.options.concurrency))
             return self._providers[key]
+
+    def _counter(self, settings: RunSettings) -> TokenCounter:
+        """The model's token counter, shared: a count learned by one task (the system
+        prompt, a tool's schema) is not asked of the tokenizer again by the others."""
+        key = str(settings.model)
+        with self._lock:
+            if key not in self._counters:
+                self._counters[key] = assembly.counter(settings, self.options.config,
+                                                       self.secrets)
+            return self._counters[key]
 
     def _toolchain(self, settings: RunSettings) -> Toolchain:
         """Toolchains are immutable, so tasks with one allowlist (and mode) share one (tool
@@ -305,71 +366,89 @@ class Runner:
                 self._toolchains[key] = assembly.toolchain(settings, config, self._mcp)
             return self._toolchains[key]
 
-    def run(self, task: Task, stop: Stop) -> TaskResult:
-        """Run ``task`` to its end; every failure is the result's status."""
-        started, clock = datetime.now(UTC), time.monotonic()
+    async def arun(self, task: Task, stop: Stop) -> TaskResult:
+        """Run ``task`` to its end; every failure is the result's status. Cancelled once
+        ``stop`` fired, it ends as stopped (or timed out) with what it has so far."""
         folder = self.options.folder.resolve() / "tasks" / folder_name(task.id)
-        workspace = folder / "workspace"
-        config = self.options.config
-        model: str | None = None
+        attempt = _Attempt(folder, folder / "workspace")
         status: Outcome = Outcome.ERROR
         error: str | None = None
-        base = None
-        session: Session | None = None
-        conversation: Conversation | None = None
         try:
-            if folder.exists():  # an earlier attempt that never finished: start afresh
-                shutil.rmtree(folder)
-            folder.mkdir(parents=True, mode=0o700)
-            base = prepare(task.workspace, workspace)
-            stop.check()
-            settings = resolve(config, task.overrides, self.options.overrides,
-                               Overrides(workspace=workspace))
-            model = settings.model
-            if model is None:
-                raise SetupError("no model: give the task a model, pass --model, or set one "
-                                 "in the configuration")
-            provider = self._provider(settings, task)
-            if self.options.budget.usd is not None:  # the batch's USD cap needs its price
-                assembly.require_price(settings, config, provider)
-            hooks = HookRegistry()
-            hooks.add(TOOL_PRE_EXECUTE, _blocked_when(stop), priority=1_000_000,
-                      name="batch-stop")
-            env = assembly.environment(settings, config, self.secrets,
-                                       warn=_said_once)  # the batch warned at its start
-            session = assembly.session(
-                env, config, self._toolchain(settings), kind=_StoppableSession, stop=stop,
-                confirm=auto_yes if self.options.yes else auto_no, hooks=hooks)
-            conversation = Conversation(folder)
-            conversation.remember({"model": model, "format": settings.format.name,
-                                   "tools": list(session.toolchain.names()),
-                                   "workspace": str(workspace),
-                                   "sandbox": str(env.sandbox.policy), "batch_task": task.id})
-            status = assembly.agent(settings, config, _StoppableProvider(provider, stop), session,
-                                    conversation, sleep=stop.sleep,
-                                    account=self.account, secrets=self.secrets,
-                                    ).send(task.prompt)
+            agent = await in_thread(functools.partial(self._set_up, task, stop, attempt),
+                                    self.executor)
+            status = await agent.asend(task.prompt)
             if status is Outcome.INTERRUPTED:  # nobody is there to press Ctrl-C
                 status = Outcome.ERROR
             elif status in (Outcome.BUDGET, Outcome.TIME_LIMIT):  # which limit, what spent
-                error = conversation.messages[-1].content
+                error = agent.conversation.messages[-1].content
         except Stopped:
             pass
+        except asyncio.CancelledError:
+            if not stop.fired:
+                raise
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()  # the stop's cancel: the task ends with its result
         except Exception as err:
             status, error = Outcome.ERROR, _describe(err)
+        return await in_thread(functools.partial(self._end, task, stop, attempt, status, error),
+                               self.executor)
+
+    def _set_up(self, task: Task, stop: Stop, attempt: _Attempt) -> Agent:
+        """The task's workspace, session, log and agent (in a worker thread)."""
+        folder, workspace, config = attempt.folder, attempt.workspace, self.options.config
+        if folder.exists():  # an earlier attempt that never finished: start afresh
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True, mode=0o700)
+        attempt.base = prepare(task.workspace, workspace)
+        stop.check()
+        settings = resolve(config, task.overrides, self.options.overrides,
+                           Overrides(workspace=workspace))
+        attempt.model = settings.model
+        if settings.model is None:
+            raise SetupError("no model: give the task a model, pass --model, or set one "
+                             "in the configuration")
+        provider = self._provider(settings, task)
+        if self.options.budget.usd is not None:  # the batch's USD cap needs its price
+            assembly.require_price(settings, config, provider)
+        hooks = HookRegistry()
+        hooks.add(TOOL_PRE_EXECUTE, _blocked_when(stop), priority=1_000_000, name="batch-stop")
+        env = assembly.environment(settings, config, self.secrets,
+                                   warn=_said_once)  # the batch warned at its start
+        attempt.session = session = assembly.session(
+            env, config, self._toolchain(settings), kind=_StoppableSession, stop=stop,
+            confirm=auto_yes if self.options.yes else auto_no, hooks=hooks)
+        # the results file is fsynced, and a task without its line runs again on resume
+        attempt.conversation = conversation = Conversation(folder, synced=False)
+        conversation.remember({"model": settings.model, "format": settings.format.name,
+                               "tools": list(session.toolchain.names()),
+                               "workspace": str(workspace),
+                               "sandbox": str(env.sandbox.policy), "batch_task": task.id})
+        agent = assembly.agent(settings, config, _StoppableProvider(provider, stop), session,
+                               conversation, sleep=stop.sleep, account=self.account,
+                               secrets=self.secrets, tokens=self._counter(settings))
+        agent.executor = self.executor
+        return agent
+
+    def _end(self, task: Task, stop: Stop, attempt: _Attempt, status: Outcome,
+             error: str | None) -> TaskResult:
+        """Close the task's session and log, take its diff, and make its result (in a
+        worker thread)."""
+        try:
+            if attempt.session is not None:
+                attempt.session.close()
         finally:
-            if session is not None:
-                session.close()
-            if conversation is not None:
-                conversation.close()
+            if attempt.conversation is not None:
+                attempt.conversation.close()
         if stop.fired and status is Outcome.ERROR:  # an outcome despite the stop stands
             status = Outcome.TIMEOUT if stop.reason == "timeout" else Outcome.STOPPED
             error = (f"ran past its timeout of {self.timeout_of(task):g} s"
                      if status is Outcome.TIMEOUT else "the batch was stopped")
-        changes = None
+        workspace, changes = attempt.workspace, None
         if workspace.is_dir() and status is not Outcome.STOPPED:
             try:
-                changes = diff(workspace, base, Sandbox(self.policy, (workspace.resolve(),)))
+                changes = diff(workspace, attempt.base,
+                               Sandbox(self.policy, (workspace.resolve(),)))
             except WorkspaceError as err:
                 error = f"{error}; {err}" if error else str(err)
         if workspace.is_dir() and _removes(self.options.keep_workspaces, status):
@@ -378,9 +457,11 @@ class Runner:
             except OSError as err:
                 note = f"the workspace could not be removed ({err})"
                 error = f"{error}; {note}" if error else note
+        conversation = attempt.conversation
         messages = conversation.messages if conversation is not None else []
-        return _result(task, status, error, messages, config, model=model, diff=changes,
-                       wall=time.monotonic() - clock, started=started,
+        return _result(task, status, error, messages, self.options.config, model=attempt.model,
+                       diff=changes, wall=time.monotonic() - attempt.clock,
+                       started=attempt.started,
                        log=conversation.path if conversation is not None else None,
                        workspace=workspace if workspace.is_dir() else None)
 

@@ -1,11 +1,12 @@
-"""Many tasks at once in one process: an asyncio scheduler over worker threads.
+"""Many tasks at once in one process: coroutines on one asyncio event loop.
 
-The agent loop is synchronous (a blocking model stream, blocking tool processes), and it
-spends nearly all its time waiting, so the scheduler keeps up to ``concurrency`` tasks
-running, each in a daemon thread of its own, and waits on them with asyncio: a task's
-timeout is an asyncio timer, which fires the task's :class:`~.runner.Stop` and gives its
-worker ``grace`` seconds to end. Tasks are started lazily, so a million-line tasks file
-costs one :class:`~.tasks.Task` each, not a thread or a coroutine each.
+A task spends nearly all its time waiting for its model, so each running task is a
+coroutine (:meth:`~.runner.Runner.arun`) whose replies are read on the loop, with a bounded
+pool of connections per provider; its tools, and whatever else blocks, run in worker
+threads. The scheduler keeps up to ``concurrency`` of them running; a task's timeout is an
+asyncio timer, which fires the task's :class:`~.runner.Stop` (its processes are killed),
+cancels its coroutine and gives it ``grace`` seconds to end. Tasks are started lazily, so a
+million-line tasks file costs one :class:`~.tasks.Task` each, not a coroutine each.
 
 A batch with limits of its own (:attr:`~.runner.BatchOptions.budget`) holds them with one
 :class:`~fencecall.accounting.Ledger` that every task's requests reserve from; once it is
@@ -13,14 +14,15 @@ closed (the cap cannot cover another request, or the time is up) no task starts,
 task not started gets a result line saying so, with nothing spent.
 
 Stopping (Ctrl-C, SIGTERM, or the consumer closing the generator) starts nothing more,
-stops the running tasks, waits for their workers, and drops their results: those tasks have
-no line in the results file and run again when the batch is resumed.
+stops the running tasks, waits for them, and drops their results: those tasks have no line
+in the results file and run again when the batch is resumed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import signal
 import threading
 import warnings
@@ -32,6 +34,7 @@ from typing import Any
 
 from ..accounting import Account, Ledger, Refusal
 from ..message import Outcome
+from ..providers import GateStats
 from .results import ResultFile, TaskResult
 from .runner import BatchOptions, Runner, Stop
 from .tasks import Task, check_unique
@@ -44,7 +47,16 @@ class TaskStarted:
     id: str
 
 
-BatchEvent = TaskStarted | TaskResult
+BatchEvent = TaskStarted | TaskResult | GateStats
+"""A task began, a task ended, or the model requests now (in flight, waiting, retried so
+far: every provider's gate together, said every :data:`REQUESTS_EVERY` seconds while it
+changes)."""
+
+REQUESTS_EVERY = 1.0
+
+
+WAKE_UP = 0.2
+"""Seconds between the caller's looks for a signal while no event comes."""
 
 
 class BatchInterrupted(Exception):
@@ -56,39 +68,42 @@ class BatchInterrupted(Exception):
 
 
 class _Work:
-    """One running task: its worker thread, its stop switch, and its result to come."""
+    """One running task: its coroutine, its stop switch, and its result to come."""
 
-    def __init__(self, task: Task, runner: Runner, loop: asyncio.AbstractEventLoop):
+    def __init__(self, task: Task, runner: Runner):
         self.task, self.runner, self.stop = task, runner, Stop()
-        self.future: asyncio.Future[TaskResult] = loop.create_future()
-        self._loop = loop
-        threading.Thread(target=self._work, name=f"fencecall-batch-{task.id[:40]}",
-                         daemon=True).start()
+        self.running: asyncio.Task[TaskResult] = asyncio.ensure_future(self._run())
+        self._halted = False
 
-    def _work(self) -> None:
+    async def _run(self) -> TaskResult:
         try:
-            result = self.runner.run(self.task, self.stop)
-        except BaseException as err:  # run() reports failures itself; this is a last resort
-            result = TaskResult(self.task.id, Outcome.ERROR, error=f"{type(err).__name__}: {err}",
-                                metadata=dict(self.task.metadata))
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the batch is over
-            self._loop.call_soon_threadsafe(_settle, self.future, result)
+            return await self.runner.arun(self.task, self.stop)
+        except Exception as err:  # arun() reports failures itself; this is a last resort
+            return TaskResult(self.task.id, Outcome.ERROR, error=f"{type(err).__name__}: {err}",
+                              metadata=dict(self.task.metadata))
+
+    def halt(self, reason: str) -> None:
+        """Stop the task: its processes are killed and its coroutine is cancelled (once)."""
+        self.stop.fire(reason)
+        if not self._halted:
+            self._halted = True
+            self.running.cancel()
 
     async def result(self, grace: float) -> TaskResult:
-        """The task's result; at its timeout, the worker is stopped and given ``grace``
+        """The task's result; at its timeout, the task is stopped and given ``grace``
         seconds to report how far it got."""
         limit = self.runner.timeout_of(self.task)
         try:
-            return await asyncio.wait_for(asyncio.shield(self.future), limit)
+            return await asyncio.wait_for(asyncio.shield(self.running), limit)
         except TimeoutError:
-            self.stop.fire("timeout")
+            self.halt("timeout")
         try:
-            return await asyncio.wait_for(asyncio.shield(self.future), grace)
+            return await asyncio.wait_for(asyncio.shield(self.running), grace)
         except TimeoutError:
             return TaskResult(
                 self.task.id, Outcome.TIMEOUT, metadata=dict(self.task.metadata),
-                error=f"ran past its timeout of {limit:g} s, and its worker did not end "
-                      f"within {grace:g} s of being stopped (it was left to end on its own)")
+                error=f"ran past its timeout of {limit:g} s, and it did not end within "
+                      f"{grace:g} s of being stopped (it was left to end on its own)")
 
 
 def _not_started(task: Task, closed: Refusal) -> TaskResult:
@@ -96,11 +111,6 @@ def _not_started(task: Task, closed: Refusal) -> TaskResult:
     status = Outcome.TIME_LIMIT if closed.kind == "time-limit" else Outcome.BUDGET
     return TaskResult(task.id, status, error=f"not started: {closed}",
                       metadata=dict(task.metadata))
-
-
-def _settle(future: asyncio.Future[TaskResult], result: TaskResult) -> None:
-    if not future.done():
-        future.set_result(result)
 
 
 async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
@@ -115,6 +125,7 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
     if runner.warning:
         warnings.warn(runner.warning, RuntimeWarning, stacklevel=2)
     loop = asyncio.get_running_loop()
+    next_report, requests = loop.time() + REQUESTS_EVERY, GateStats(0, 0, 0, 0.0)
     pending = iter(tasks)
     active: dict[asyncio.Future[Any], _Work] = {}
     stopping = asyncio.ensure_future(stop.wait()) if stop is not None else None
@@ -130,7 +141,7 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
                 if closed is not None:
                     finished.append(_not_started(task, closed))
                     continue
-                work = _Work(task, runner, loop)
+                work = _Work(task, runner)
                 active[asyncio.ensure_future(work.result(options.grace))] = work
                 started.append(task.id)
             for task_id in started:
@@ -142,7 +153,14 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
             waiting: set[asyncio.Future[Any]] = set(active)
             if stopping is not None:
                 waiting.add(stopping)
-            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED,
+                                         timeout=max(0.0, next_report - loop.time()))
+            if loop.time() >= next_report:
+                next_report = loop.time() + REQUESTS_EVERY
+                now = GateStats.total(gate.stats() for gate in runner.gates())
+                if now != requests:
+                    requests = now
+                    yield now
             for future in done:
                 if future is not stopping:
                     active.pop(future)
@@ -153,80 +171,111 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
         if stopping is not None:
             stopping.cancel()
         await _stop_all(active, options.grace)
-        runner.close()
+        await runner.aclose()
 
 
 async def _stop_all(active: dict[asyncio.Future[Any], _Work], grace: float) -> None:
     for waiter, work in active.items():
-        work.stop.fire("stopped")
+        work.halt("stopped")
         waiter.cancel()
-    workers = [work.future for work in active.values() if not work.future.done()]
-    if workers:
-        await asyncio.wait(workers, timeout=grace)
+    running = [work.running for work in active.values() if not work.running.done()]
+    if running:
+        await asyncio.wait(running, timeout=grace)
+
+
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    """The batch's event loop is done: with the error that ended it, if one did."""
+
+    error: BaseException | None = None
 
 
 def run_events(tasks: Iterable[Task], options: BatchOptions, *,
                handle_signals: bool = False,
                account: Account | None = None) -> Generator[BatchEvent, None, None]:
-    """:func:`batch_events` for synchronous code, on an event loop of its own. With
-    ``handle_signals`` (main thread only), SIGINT and SIGTERM stop the batch cleanly and
-    then raise :class:`BatchInterrupted`."""
+    """:func:`batch_events` for synchronous code. The batch runs on an event loop in a
+    thread of its own, so its tasks go on while the caller handles an event (writes a
+    result, draws the progress). With ``handle_signals`` (main thread only), SIGINT and
+    SIGTERM stop the batch cleanly and then raise :class:`BatchInterrupted`; closing the
+    generator, or an exception in the caller (Ctrl-C without signal handling), stops it
+    too, before the generator is left."""
+    events: queue.SimpleQueue[BatchEvent | _Ended] = queue.SimpleQueue()
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()
+
+    async def pump() -> None:
+        async for event in batch_events(tasks, options, stop=stop, account=account):
+            events.put(event)
+
+    def serve() -> None:
+        ended = _Ended()
+        try:
+            loop.run_until_complete(pump())
+        except BaseException as err:  # handed to the caller, who raises it
+            ended = _Ended(err)
+        finally:
+            _end_loop(loop, options.grace)
+            events.put(ended)
+
+    def halt() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has ended already
+            loop.call_soon_threadsafe(stop.set)
+
     caught: list[int] = []
     installed: list[tuple[int, Any]] = []
-
-    def on_signal(signum: int) -> None:
-        caught.append(signum)
-        stop.set()
-
     if handle_signals:
+        def on_signal(signum: int, frame: object) -> None:
+            caught.append(signum)
+            halt()
+
         for signum in (signal.SIGINT.value, signal.SIGTERM.value):
-            installed.append((signum, signal.getsignal(signum)))
-            loop.add_signal_handler(signum, on_signal, signum)
-    events = batch_events(tasks, options, stop=stop, account=account)
-
-    async def step() -> BatchEvent | None:
-        with contextlib.suppress(StopAsyncIteration):
-            return await anext(events)
-        return None
-
+            installed.append((signum, signal.signal(signum, on_signal)))
+    thread = threading.Thread(target=serve, name="fencecall-batch-loop", daemon=True)
     try:
+        thread.start()
         while True:
-            waiter = loop.create_task(step())
-            try:
-                event = loop.run_until_complete(waiter)
-            except BaseException:  # Ctrl-C without signal handling: stop what runs
-                waiter.cancel()
-                with contextlib.suppress(BaseException):
-                    loop.run_until_complete(waiter)
-                raise
-            if event is None:
+            try:  # in slices, so that a signal's handler runs while nothing comes
+                item = events.get(timeout=WAKE_UP)
+            except queue.Empty:
+                continue
+            if isinstance(item, _Ended):
+                if item.error is not None:
+                    raise item.error
                 break
-            yield event
+            yield item
     finally:
-        try:
-            loop.run_until_complete(events.aclose())
-        finally:
-            for signum, previous in installed:
-                loop.remove_signal_handler(signum)
-                if previous is not None:
-                    signal.signal(signum, previous)
-            loop.close()
+        halt()
+        thread.join()
+        for signum, previous in installed:
+            signal.signal(signum, previous)
     if caught:
         raise BatchInterrupted(caught[0])
+
+
+def _end_loop(loop: asyncio.AbstractEventLoop, grace: float) -> None:
+    """Close the batch's loop; a task left to end on its own is cancelled again (it no
+    longer waits for its worker thread) and given ``grace`` seconds."""
+    left = asyncio.all_tasks(loop)
+    for task in left:
+        task.cancel()
+    if left:
+        loop.run_until_complete(asyncio.wait(left, timeout=grace))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
 
 
 def run_batch(tasks: Iterable[Task], options: BatchOptions, *,
               out: ResultFile | Path | None = None,
               on_start: Callable[[str], None] | None = None,
+              on_requests: Callable[[GateStats], None] | None = None,
               handle_signals: bool = False) -> Generator[TaskResult, None, None]:
     """Run ``tasks`` (ids must be unique) and yield each result as it comes.
 
     With ``out`` (a results file, or its path), tasks that already have a result there are
     skipped and each new result is appended (fsynced) before it is yielded: rerun with the
     same ``out`` after a kill, and every task ends up there exactly once. ``on_start`` is
-    called with each task's id as it starts. The batch's budget counts what the results
+    called with each task's id as it starts, ``on_requests`` with the model requests in
+    flight and retried (see :data:`BatchEvent`). The batch's budget counts what the results
     already there spent.
     """
     listed = check_unique(tasks)
@@ -241,6 +290,10 @@ def run_batch(tasks: Iterable[Task], options: BatchOptions, *,
             if isinstance(event, TaskStarted):
                 if on_start is not None:
                     on_start(event.id)
+                continue
+            if isinstance(event, GateStats):
+                if on_requests is not None:
+                    on_requests(event)
                 continue
             if file is not None:
                 file.append(event)

@@ -125,10 +125,11 @@ def _results(args: argparse.Namespace, options: BatchOptions, results: ResultFil
              pending: list[Task], progress: BatchProgress) -> Iterator[TaskResult]:
     if args.ray is None:
         return run_batch(pending, options, out=results, on_start=progress.started,
-                         handle_signals=True)
+                         on_requests=progress.requests, handle_signals=True)
     from ..batch.ray_backend import run_batch_ray
 
     return run_batch_ray(pending, options, out=results, on_start=progress.started,
-                         address=args.ray or None, shard_size=args.shard_size,
+                         on_requests=progress.requests, address=args.ray or None,
+                         shard_size=args.shard_size,
                          on_note=lambda note: _say(f"note: {note}"))
 
