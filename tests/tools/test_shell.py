@@ -6,6 +6,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from fencecall.execution import Session
 from fencecall.tools.runtime.processes import session_members
 from fencecall.tools.runtime.shell_policy import is_read_only
@@ -162,3 +164,23 @@ def test_real_ctrl_c_stops_the_command_but_keeps_the_shell(run: Run, session: Se
     assert not marker.exists()
     [after] = run(shell("echo $KEPT"))
     assert "yes" in after.content
+
+
+def test_the_shell_runs_when_the_process_holds_over_a_thousand_descriptors(
+        run: Run) -> None:
+    """A batch of a thousand sessions holds thousands of descriptors: the shell's pipe may
+    be numbered past 1024, which ``select`` refuses."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if min(hard, 4096) < 1100:
+        pytest.skip("this machine allows too few open files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        [result] = run(shell("echo far"))
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert "far" in result.content and result.exit_code == 0, result.content

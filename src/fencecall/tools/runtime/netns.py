@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import re
-import select
 import subprocess
 import threading
 import time
@@ -23,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 
 from .paths import host_program
-from .processes import kill_group, start_process
+from .processes import kill_group, readable, start_process
 
 _HOLDER = ("--unshare-user", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/")
 _TIMEOUT = 10.0
@@ -156,7 +155,7 @@ def _await_echo(holder: subprocess.Popen[bytes]) -> None:
         holder.stdin.flush()
     deadline = time.monotonic() + _TIMEOUT
     while (remaining := deadline - time.monotonic()) > 0:
-        if select.select([holder.stdout], [], [], remaining)[0]:
+        if readable(holder.stdout.fileno(), remaining):
             if os.read(holder.stdout.fileno(), 1):
                 return
             break

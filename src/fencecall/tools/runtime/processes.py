@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -16,6 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from .paths import host_program
+
+
+def readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` has something to read (or is at its end) within ``timeout`` seconds.
+    ``poll``, not ``select``: a batch holds thousands of descriptors, and ``select`` refuses
+    any numbered 1024 or above."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0.0, timeout) * 1000))
+
 
 _PR_SET_PDEATHSIG = 1
 _prctl = (ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux")

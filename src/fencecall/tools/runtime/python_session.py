@@ -22,7 +22,6 @@ import fcntl
 import itertools
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -33,7 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .processes import StartGate, kill_group, live_processes, sandboxed_pid, start_process
+from .processes import (
+    StartGate,
+    kill_group,
+    live_processes,
+    readable,
+    sandboxed_pid,
+    start_process,
+)
 from .sandbox import Sandbox, SandboxPolicy
 
 DRIVER = Path(__file__).with_name("python_driver.py")
@@ -105,8 +111,7 @@ class PythonSession:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            ready, _, _ = select.select([self._reply_fd], [], [], remaining)
-            if ready:
+            if readable(self._reply_fd, remaining):
                 chunk = os.read(self._reply_fd, 65536)
                 if not chunk:
                     return None

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import select
 import shlex
 import shutil
 import signal
@@ -41,7 +40,7 @@ from typing import Literal
 from .jobs import JobError, JobManager
 from .output import cut_note
 from .paths import host_program
-from .processes import StartGate, kill_group, live_processes, start_process
+from .processes import StartGate, kill_group, live_processes, readable, start_process
 from .reaper import kill_tree, reaped, tree
 from .sandbox import Sandbox, SandboxPolicy
 from .scratch import make_scratch
@@ -219,8 +218,7 @@ class _Bash:
         """Read what bash wrote within ``timeout``; False at end of file (it died)."""
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if ready:
+        if readable(fd, timeout):
             chunk = os.read(fd, 65536)
             if not chunk:
                 return False
