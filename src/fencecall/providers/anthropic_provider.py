@@ -25,7 +25,7 @@ from .base import (
     tool_result_text,
     turns,
 )
-from .gate import Gate, PerLoop, sdk_failure
+from .gate import Clients, Gate, PerLoop, sdk_failure
 
 
 def anthropic_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -163,7 +163,7 @@ class AnthropicProvider:
                                            timeout=timeout, max_retries=max_retries)
         self.url: str | None = str(self._client.base_url)
         self.gate = Gate(name, limit=max_connections, retries=max_retries)
-        self._async_clients = PerLoop(self._async_client)
+        self._async_clients = PerLoop(lambda: Clients(self._async_client, self.gate.limit))
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
         args = _create_args(request)
@@ -174,15 +174,16 @@ class AnthropicProvider:
     def astream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         where = f"{self.name} ({self.url})"
         return aread_stream(where, anthropic.APIError, self.gate.request(
-            lambda: self._async_clients.get().messages.create(**_create_args(request),
+            lambda: self._async_clients.get().next().messages.create(**_create_args(request),
                                                               stream=True),
             where, _failure), _Events())
 
     async def aclose(self) -> None:
         """Closes the running loop's async connections (before the loop ends, so that none
         is left to the garbage collector)."""
-        if (client := self._async_clients.pop()) is not None:
-            await client.close()
+        if (clients := self._async_clients.pop()) is not None:
+            for client in clients.all:
+                await client.close()
 
     def _async_client(self) -> anthropic.AsyncAnthropic:
         limits = httpx2.Limits(max_connections=self.gate.limit,

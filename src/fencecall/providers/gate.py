@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import itertools
 import math
 import random
 import threading
@@ -150,6 +151,25 @@ class PerLoop(Generic[T]):
         """The running loop's value, forgotten (to be closed), or None if it has none."""
         with self._lock:
             return self._made.pop(asyncio.get_running_loop(), None)
+
+
+POOL_CONNECTIONS = 64
+"""Connections per HTTP client on the async path: httpx's pool looks over all of its
+connections and waiting requests for each request, so a thousand requests at once go
+through several clients in turn (:class:`Clients`) rather than one pool of a thousand."""
+
+
+class Clients(Generic[T]):
+    """A provider's async HTTP clients on one loop, handed out in turn (see
+    :data:`POOL_CONNECTIONS`); each may open up to the gate's whole limit, so none waits
+    while another has room."""
+
+    def __init__(self, make: Callable[[], T], limit: int):
+        self.all = tuple(make() for _ in range(max(1, -(-limit // POOL_CONNECTIONS))))
+        self._turn = itertools.count()
+
+    def next(self) -> T:
+        return self.all[next(self._turn) % len(self.all)]
 
 
 class Gate:

@@ -24,7 +24,7 @@ from .base import (
     tool_result_text,
     turns,
 )
-from .gate import Gate, PerLoop, sdk_failure
+from .gate import Clients, Gate, PerLoop, sdk_failure
 
 DESCRIPTION_LIMIT = 1024
 
@@ -150,7 +150,7 @@ class OpenAIProvider:
                                      timeout=timeout, max_retries=max_retries)
         self.url: str | None = str(self._client.base_url)
         self.gate = Gate(name, limit=max_connections, retries=max_retries)
-        self._async_clients = PerLoop(self._async_client)
+        self._async_clients = PerLoop(lambda: Clients(self._async_client, self.gate.limit))
 
     def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
         body = _body(request)
@@ -163,7 +163,7 @@ class OpenAIProvider:
     def astream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         where = f"{self.name} ({self.url})"
         return aread_stream(where, openai.APIError, self.gate.request(
-            lambda: self._async_clients.get().post(
+            lambda: self._async_clients.get().next().post(
                 "/chat/completions", body=_body(request), cast_to=object, stream=True,
                 stream_cls=openai.AsyncStream[object]),
             where, _failure), _Chunks())
@@ -171,8 +171,9 @@ class OpenAIProvider:
     async def aclose(self) -> None:
         """Closes the running loop's async connections (before the loop ends, so that none
         is left to the garbage collector)."""
-        if (client := self._async_clients.pop()) is not None:
-            await client.close()
+        if (clients := self._async_clients.pop()) is not None:
+            for client in clients.all:
+                await client.close()
 
     def _async_client(self) -> openai.AsyncOpenAI:
         limits = httpx2.Limits(max_connections=self.gate.limit,
