@@ -53,7 +53,7 @@ far: every provider's gate together, said every :data:`REQUESTS_EVERY` seconds w
 changes)."""
 
 REQUESTS_EVERY = 1.0
-
+"""Seconds between looks at the providers' gates (for :data:`BatchEvent`)."""
 
 WAKE_UP = 0.2
 """Seconds between the caller's looks for a signal while no event comes."""
