@@ -182,8 +182,7 @@ class AnthropicProvider:
         """Closes the running loop's async connections (before the loop ends, so that none
         is left to the garbage collector)."""
         if (clients := self._async_clients.pop()) is not None:
-            for client in clients.all:
-                await client.close()
+            await clients.aclose()
 
     def _async_client(self) -> anthropic.AsyncAnthropic:
         limits = httpx2.Limits(max_connections=self.gate.limit,

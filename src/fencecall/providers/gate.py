@@ -159,17 +159,28 @@ connections and waiting requests for each request, so a thousand requests at onc
 through several clients in turn (:class:`Clients`) rather than one pool of a thousand."""
 
 
-class Clients(Generic[T]):
+class _Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+class Clients(Generic[C]):
     """A provider's async HTTP clients on one loop, handed out in turn (see
     :data:`POOL_CONNECTIONS`); each may open up to the gate's whole limit, so none waits
     while another has room."""
 
-    def __init__(self, make: Callable[[], T], limit: int):
+    def __init__(self, make: Callable[[], C], limit: int):
         self.all = tuple(make() for _ in range(max(1, -(-limit // POOL_CONNECTIONS))))
         self._turn = itertools.count()
 
-    def next(self) -> T:
+    def next(self) -> C:
         return self.all[next(self._turn) % len(self.all)]
+
+    async def aclose(self) -> None:
+        for client in self.all:
+            await client.close()
 
 
 class Gate:

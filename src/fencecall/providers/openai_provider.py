@@ -172,8 +172,7 @@ class OpenAIProvider:
         """Closes the running loop's async connections (before the loop ends, so that none
         is left to the garbage collector)."""
         if (clients := self._async_clients.pop()) is not None:
-            for client in clients.all:
-                await client.close()
+            await clients.aclose()
 
     def _async_client(self) -> openai.AsyncOpenAI:
         limits = httpx2.Limits(max_connections=self.gate.limit,
