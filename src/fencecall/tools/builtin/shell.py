@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ToolError
-from ...message import Message, system
+from ...message import Message, Status, system
 from ...parsing import FormatLike
 from ..arguments import Parameter
 from ..runtime.output import fenced
@@ -31,8 +31,19 @@ def runs_read_only(invocation: ToolInvocation) -> bool:
     return invocation.context.sandbox.enforced and is_read_only(invocation.kwargs["command"])
 
 
+def _where(result: ShellResult) -> str:
+    """Where a stopped command was, and that nothing after it ran."""
+    running = result.stopped_at
+    if running is not None:
+        running = running if len(running) <= 80 else running[:77] + "..."
+        running = f"`{running}`" if "`" not in running else running
+    at = f" while it ran {running}" if running else ""
+    return (f"{at} as a whole: nothing after that part ran, and every process it started "
+            "was killed")
+
+
 def format_result(command: str, result: ShellResult, timeout: float,
-                  fmt: FormatLike = "markdown") -> str:
+                  fmt: FormatLike = "markdown", disk_limit: int = DISK_LIMIT) -> str:
     first_line = command.strip().split("\n")[0]  # only \n ends a line for bash
     shown = first_line if len(first_line) <= 80 else first_line[:77] + "..."
     parts = [f"Ran command: `{shown}`" if "`" not in shown else f"Ran command: {shown}"]
@@ -51,12 +62,11 @@ def format_result(command: str, result: ShellResult, timeout: float,
                          f"the background: they are job {result.job}.")
         parts.append(how_to_follow(result.job, fmt))
     elif result.overflowed:
-        parts.append(f"The command wrote more than {DISK_LIMIT // 2**20} MB of output and was "
-                     "stopped, with its child processes; write big output to a file in the "
-                     "workspace and look at parts of it.")
+        parts.append(f"The command wrote more than {disk_limit // 2**20} MB of output and was "
+                     f"stopped{_where(result)}; write big output to a file in the workspace "
+                     "and look at parts of it.")
     elif result.timed_out:
-        parts.append(f"Timed out after {timeout:g} s; the command and its child processes "
-                     "were killed.")
+        parts.append(f"Timed out after {timeout:g} s; the command was stopped{_where(result)}.")
     else:
         parts.append(f"Exit code: {result.exit_code}")
     if result.note:
@@ -83,7 +93,10 @@ def execute_shell(invocation: ToolInvocation) -> Message:
                                     read_only=runs_read_only(invocation),
                                     background_after=background_after)
     job: dict[str, Any] = {"job": result.job} if result.job is not None else {}
-    return system(format_result(command, result, timeout, invocation.call.format),
+    stopped = result.timed_out or result.overflowed  # a one-shot run exits non-zero then
+    return system(format_result(command, result, timeout, invocation.call.format,
+                                invocation.context.sandbox.limits.output),
+                  Status.ERROR if stopped else None,
                   exit_code=result.exit_code, timed_out=result.timed_out, **job)
 
 

@@ -8,8 +8,9 @@ past the cap the job is stopped), notices when it ends, and wakes anyone waiting
 aborting the manager ends every job's process tree, so no job outlives its conversation.
 
 The manager knows nothing of bash: a job is a :class:`Running` (see the shell session's
-retired shells). Its output files live in a folder the sandbox can write, so they are opened
-once, by descriptor, without following links, and read at offsets.
+retired shells). Its output files are unnamed, held by descriptor and read at offsets; the
+disk cap counts the blocks they take, not the bytes copied so far (a flood writes faster
+than a copy), and each file the job writes is also capped by ``RLIMIT_FSIZE``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import stat
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from .capture import on_disk
 from .output import cut_note
 
 TICK = 0.1
@@ -145,11 +146,11 @@ class JobManager:
     def _running_count(self) -> int:
         return sum(job.state == "running" for job in self._jobs.values())
 
-    def adopt(self, command: str, running: Running, outputs: tuple[Path, ...], *,
+    def adopt(self, command: str, running: Running, outputs: tuple[int, ...], *,
               ran_for: float = 0.0) -> tuple[int, tuple[bytes, ...]]:
         """Make ``running`` job N, which has run for ``ran_for`` seconds; its output so far,
-        read from ``outputs`` (stdout, stderr), goes to its log and is returned (it counts
-        as read). The files are opened here, once, following no link. Raises
+        read from the files ``outputs`` (descriptors of stdout and stderr, which the manager
+        duplicates), goes to its log and is returned (it counts as read). Raises
         :class:`JobError` when no job may start (the caller keeps ``running``)."""
         with self._cond:
             if self._closed:
@@ -161,8 +162,7 @@ class JobManager:
             log = folder / f"{job_id}.log"
             log_fd = os.open(log, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                              | os.O_APPEND | os.O_CLOEXEC, 0o600)
-            job = _Job(job_id, command, running, tuple(_open_output(p) for p in outputs),
-                       log_fd, log)
+            job = _Job(job_id, command, running, tuple(map(_duplicate, outputs)), log_fd, log)
             job.started -= ran_for
             self._jobs[job_id] = job
             so_far = self._copy(job)
@@ -214,7 +214,7 @@ class JobManager:
         """Copy the job's new output, stop it past the disk cap, and notice its end."""
         ended, status = job.running.poll()
         self._copy(job)
-        if job.size >= self.disk_limit:
+        if job.size >= self.disk_limit or _on_disk(job.outputs) > self.disk_limit:
             self._end(job, "overflowed", None, kill=True)
         elif ended:
             self._copy(job)  # what it wrote between the copy and its end
@@ -362,17 +362,15 @@ class JobManager:
                 job.log_fd = -1
 
 
-def _open_output(path: Path) -> int | None:
-    """A descriptor of the output file at ``path``; None if it is not a regular file (a link
-    or a FIFO put there from inside the sandbox)."""
+def _duplicate(fd: int) -> int | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        return os.dup(fd)
     except OSError:
         return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd
+
+
+def _on_disk(fds: tuple[int | None, ...]) -> int:
+    return on_disk(*(fd for fd in fds if fd is not None))
 
 
 def _decode(data: bytes) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .limits import Cgroup, ResourceLimits, limited
 from .paths import host_program
 
 
@@ -55,12 +56,14 @@ def _forget_pool() -> None:
 os.register_at_fork(after_in_child=_forget_pool)
 
 
-def start_process(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+def start_process(argv: Sequence[str], *, limits: ResourceLimits | None = None,
+                  **options: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(argv, **options)``, forked from a thread that lives as long as
-    fencecall, and killed when fencecall dies. Both bwrap's ``--die-with-parent`` and our own
-    parent-death signal are PR_SET_PDEATHSIG, which fires when the *thread* that forked the
-    process ends: one started from a short-lived worker thread would die with that thread."""
-    future = _steady_pool().submit(_popen, argv, options)
+    fencecall, and killed when fencecall dies; under ``limits`` (see :mod:`.limits`) when
+    given. Both bwrap's ``--die-with-parent`` and our own parent-death signal are
+    PR_SET_PDEATHSIG, which fires when the *thread* that forked the process ends: one started
+    from a short-lived worker thread would die with that thread."""
+    future = _steady_pool().submit(_popen, argv, limits, options)
     try:
         proc: subprocess.Popen[bytes] = future.result()
     except BaseException:  # Ctrl-C while waiting: the process may still start; stop it then
@@ -76,8 +79,12 @@ interpreter instead of using vfork, which is tens of milliseconds with a large h
 spawns are serialised on one thread), against a fraction of one."""
 
 
-def _popen(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
-    if "--die-with-parent" in argv[:40] and any(Path(arg).name == "bwrap" for arg in argv[:8]):
+def _popen(argv: Sequence[str], limits: ResourceLimits | None,
+           options: dict[str, Any]) -> subprocess.Popen[bytes]:
+    bwrap = "--die-with-parent" in argv[:40] and any(Path(a).name == "bwrap" for a in argv[:8])
+    if limits is not None:
+        argv = limited(argv, limits, Cgroup.create(limits))
+    if bwrap:
         return subprocess.Popen(argv, **options)  # bwrap sets the signal itself (after nsenter)
     if _SETPRIV is not None:
         return subprocess.Popen([_SETPRIV, "--pdeathsig", "KILL", "--", *argv], **options)

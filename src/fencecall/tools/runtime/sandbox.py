@@ -20,10 +20,11 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
+from .limits import ResourceLimits
 from .netns import SharedNetwork
 from .paths import host_program
 
@@ -54,6 +55,8 @@ class _Bwrap:
 
     path: str
     isolation: tuple[str, ...]
+    sized: bool = True
+    """Whether it takes ``--size`` for a tmpfs (bwrap 0.7 and later)."""
 
 
 _ISOLATION = (
@@ -72,17 +75,21 @@ _MASKED = ("/tmp", "/run")
 """Folders the sandbox replaces with its own (empty, or the conversation's /tmp)."""
 
 
-def _system_mounts(network: bool, tmp: Path | None) -> list[tuple[str, ...]]:
+def _system_mounts(network: bool, tmp: Path | None,
+                   tmpfs_size: int = 0) -> list[tuple[str, ...]]:
     """The mounts every sandbox gets, as (flag, path...) tuples. ``/tmp`` is an empty tmpfs
     or the folder ``tmp``; ``/run``, which holds the sockets of host daemons, is an empty
-    tmpfs."""
+    tmpfs; so is ``/dev/shm``. A tmpfs lives in memory: each holds ``tmpfs_size`` bytes at
+    most (0: the kernel's default, half the memory)."""
+    size = ("--size", str(tmpfs_size)) if tmpfs_size else ()
     mounts = [("--ro-bind", "/", "/"), ("--dev", "/dev"), ("--proc", "/proc"),
               # bwrap leaves /proc/sys writable when fencecall runs as root: sysctls check
               # only for host uid 0, so kernel.core_pattern would run a program as host root
-              ("--ro-bind", "/proc/sys", "/proc/sys"),
-              ("--tmpfs", "/tmp") if tmp is None else ("--bind", str(tmp.resolve()), "/tmp")]
+              ("--ro-bind", "/proc/sys", "/proc/sys"), (*size, "--tmpfs", "/dev/shm"),
+              (*size, "--tmpfs", "/tmp") if tmp is None
+              else ("--bind", str(tmp.resolve()), "/tmp")]
     if os.path.isdir("/run") and not os.path.islink("/run"):
-        mounts.append(("--tmpfs", "/run"))
+        mounts.append((*size, "--tmpfs", "/run"))
     if network:  # name resolution may live under /run (systemd-resolved's stub-resolv.conf)
         resolv = os.path.realpath("/etc/resolv.conf")
         if resolv.startswith("/run/"):
@@ -109,8 +116,9 @@ def _probe() -> tuple[SandboxSupport, _Bwrap | None]:
         return SandboxSupport(False, f"bwrap (bubblewrap) is not installed; install it with "
                                      f"`{INSTALL_HINT}`."), None
     error = ""
-    mounts = _mount_args(_system_mounts(network=False, tmp=None), [])
-    for isolation in (_ISOLATION, _OLD_BWRAP_ISOLATION):
+    for isolation, sized in ((_ISOLATION, True), (_OLD_BWRAP_ISOLATION, True),
+                             (_OLD_BWRAP_ISOLATION, False)):
+        mounts = _mount_args(_system_mounts(False, None, ResourceLimits().tmp * sized), [])
         try:
             done = subprocess.run([path, *isolation, *mounts, "--", "true"],
                                   stdin=subprocess.DEVNULL, capture_output=True, text=True,
@@ -119,7 +127,7 @@ def _probe() -> tuple[SandboxSupport, _Bwrap | None]:
             error = str(err)
             break
         if done.returncode == 0:
-            return SandboxSupport(True, ""), _Bwrap(path, isolation)
+            return SandboxSupport(True, ""), _Bwrap(path, isolation, sized)
         error = done.stderr.strip() or f"exit status {done.returncode}"
     return SandboxSupport(False, f"bwrap cannot create its sandbox here ({error}); it needs "
                                  f"user namespaces (not allowed in unprivileged containers) and "
@@ -165,6 +173,8 @@ class Sandbox:
     shared_network: SharedNetwork | None = None
     """The conversation's network namespace, which the sandbox joins instead of making a
     loopback of its own (see :func:`share_network`); ignored when ``network`` is allowed."""
+    limits: ResourceLimits = field(default_factory=ResourceLimits)
+    """What its processes may take (applied with the sandbox off too)."""
 
     @property
     def enforced(self) -> bool:
@@ -181,14 +191,20 @@ class Sandbox:
         return self.shared_network if self.enforced and not self.network else None
 
     def read_only(self) -> Sandbox:
-        """The same sandbox with nothing writable but scratch folders (OFF stays OFF)."""
-        return replace(self, policy=SandboxPolicy.READ_ONLY) if self.enforced else self
+        """The sandbox of a run nobody confirmed: nothing writable but its private tmpfs, no
+        network whatever ``network`` says (a private loopback: the conversation's, or one of
+        its own), no file bigger than the output cap. OFF stays OFF."""
+        if not self.enforced:
+            return self
+        return replace(self, policy=SandboxPolicy.READ_ONLY, network=False,
+                       limits=self.limits.unconfirmed())
 
     def command(self, argv: Sequence[str], *, scratch: Sequence[Path] = (),
-                cwd: Path | None = None) -> list[str]:
+                inputs: Sequence[Path] = (), cwd: Path | None = None) -> list[str]:
         """``argv`` wrapped in bwrap (unchanged when OFF), behind nsenter when it joins a
         shared network (start it with :attr:`pass_fds` then). ``scratch`` folders stay
-        writable under every policy: they hold the session's own command and output files."""
+        writable under every policy; ``inputs`` are visible, read-only (the session's own
+        command files)."""
         if not self.enforced:
             return list(argv)
         bwrap = _probe()[1] or _Bwrap("bwrap", _ISOLATION)
@@ -196,7 +212,9 @@ class Sandbox:
         args = [*(joined.prefix if joined is not None else ()), bwrap.path, *bwrap.isolation]
         if self.network or joined is not None:
             args.append("--share-net")
-        args += _mount_args(_system_mounts(self.network, self.tmp), self._binds(scratch, cwd))
+        tmpfs_size = self.limits.tmp if bwrap.sized else 0
+        args += _mount_args(_system_mounts(self.network, self.tmp, tmpfs_size),
+                            self._binds(scratch, inputs, cwd))
         if self.tmp is not None and self.policy is SandboxPolicy.READ_ONLY:
             # only now: bwrap had to create mount points for the binds below /tmp there
             args += ["--remount-ro", "/tmp"]
@@ -204,7 +222,8 @@ class Sandbox:
             args += ["--chdir", str(cwd.resolve())]
         return [*args, "--", *argv]
 
-    def _binds(self, scratch: Sequence[Path], cwd: Path | None) -> list[tuple[str, ...]]:
+    def _binds(self, scratch: Sequence[Path], inputs: Sequence[Path],
+               cwd: Path | None) -> list[tuple[str, ...]]:
         """Bind mounts for the roots, scratch folders and a cwd outside them (which may be
         under the private /tmp). Paths are resolved: a workspace reached through a symlink
         under /tmp would not exist inside. A root inside another is not bound on its own:
@@ -213,6 +232,7 @@ class Sandbox:
                      else "--ro-bind-try")
         binds = [(root_flag, path) for path in _outermost(self.writable)]
         binds += [("--bind", path.resolve()) for path in scratch]
+        binds += [("--ro-bind", path.resolve()) for path in inputs]
         if cwd is not None and not any(_covers(path, cwd.resolve()) for _, path in binds):
             binds.append(("--ro-bind-try", cwd.resolve()))
         for path in _runtime_paths():

@@ -12,6 +12,15 @@ READ_ONLY_COMMANDS = frozenset({
 })
 READ_ONLY_GIT = frozenset({"status", "log", "diff", "show", "branch", "ls-files", "rev-parse",
                            "blame", "describe", "remote", "shortlog", "grep"})
+_READ_ONLY_REMOTE = frozenset({"-v", "--verbose", "get-url"})
+"""``git remote`` alone lists names; ``show``, ``update`` and ``prune`` ask the server."""
+_GIT_ELSEWHERE = ("-c", "-C", "--exec", "--git-dir", "--work-tree", "--namespace",
+                  "--config-env", "--super-prefix")
+"""git's own options (before the subcommand) that make it run programs or read another
+repository's settings (the guard of unconfirmed runs lists the drivers of the working
+directory's repository only)."""
+_GIT_RUNS = ("-O", "--open-files-in-pager")
+"""``git grep`` options that run a program."""
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint",
                            "-fprint0", "-fprintf", "-fls"})
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&"})
@@ -45,8 +54,18 @@ def _read_only(words: list[str]) -> bool:
     if name == "find":
         return not any(arg in _FIND_ACTIONS for arg in args)
     if name == "git":
-        sub = next((a for a in args if not a.startswith("-")), None)
-        return sub in READ_ONLY_GIT and not any(a.startswith(("-c", "--exec")) for a in args)
+        return _read_only_git(args)
+    return True
+
+
+def _read_only_git(args: list[str]) -> bool:
+    at = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    if at is None or args[at] not in READ_ONLY_GIT or \
+            any(a.startswith(_GIT_ELSEWHERE) for a in args[:at]) or \
+            any(a.startswith(_GIT_RUNS) for a in args[at:]):
+        return False
+    if args[at] == "remote":
+        return all(a in _READ_ONLY_REMOTE for a in args[at + 1:at + 2])
     return True
 
 

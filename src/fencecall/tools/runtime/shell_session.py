@@ -1,25 +1,33 @@
 """A persistent bash process that runs one command at a time.
 
 Each command is written to a file and sourced by the same bash, so ``cd`` and ``export``
-persist between calls. Its stdout and stderr go to their own files and its stdin is
-``/dev/null`` (a command waiting for input gets end-of-file instead of hanging the session).
-Every process bash starts stays below the process fencecall started, whatever session it
-moves to: unsandboxed, bash runs under a reaper that adopts orphans and kills them all when
-fencecall dies; sandboxed, under bwrap's init in a pid namespace. On timeout every process
-below bash is killed (TERM, then KILL). If bash itself is stuck (a builtin loop) or dies
-(``exit``), it is restarted and the result says so.
+persist between calls. Its stdout and stderr go to unnamed files that fencecall holds by
+descriptor (see :mod:`.capture`) and bash inherited, and its stdin is ``/dev/null`` (a
+command waiting for input gets end-of-file instead of hanging the session). Every process
+bash starts stays below the process fencecall started, whatever session it moves to:
+unsandboxed, bash runs under a reaper that adopts orphans and kills them all when fencecall
+dies; sandboxed, under bwrap's init in a pid namespace.
+
+Stopping a command stops all of it. On a timeout, past the output cap, or on Ctrl-C, bash
+itself is killed with everything below it, so the rest of the line (``sleep 60; git push``,
+a loop, an ``&&`` chain) never runs; the next command gets a new bash with the working
+directory and exported variables the old one had before the command. The same happens when
+bash is stuck (a builtin loop) or exits, and the result says so.
 
 With a job manager, a command still running after ``background_after`` seconds, or one that
 returned leaving processes behind (``cmd &``), is not killed: the whole bash that runs it
 goes to the manager as a background job (see :mod:`.jobs`), and the next command starts a
 new bash from the old one's working directory and exported variables.
 
-With an enforced :class:`Sandbox`, bash runs inside bwrap. Its scratch folder is the only
-place it shares with fencecall, so fencecall treats what is there as hostile: every file name
-is new and random, and files are read without following symlinks. Its /tmp is a folder of
-the session's (under ``WORKSPACE_WRITE``) rather than an empty tmpfs. A ``read_only`` run
-happens in a fresh read-only sandbox that sees the persistent shell's working directory,
-exported variables and /tmp but cannot change them.
+With an enforced :class:`Sandbox`, bash runs inside bwrap. It shares no writable folder with
+fencecall: the scripts fencecall writes are in a scratch folder it sees read-only, and what
+it writes goes to the inherited descriptors, capped by polling their blocks and by
+``RLIMIT_FSIZE``. Its /tmp is a folder of the session's (under ``WORKSPACE_WRITE``) rather
+than an empty tmpfs. A ``read_only`` run, which nobody confirmed, happens in a fresh
+read-only sandbox without network that sees the persistent shell's working directory,
+exported variables and /tmp but cannot change them; it writes nothing on the host but its
+capped output, its temporary files go to a small private tmpfs, and git runs in it with the
+repository's programs off (see :mod:`.git_guard`).
 """
 
 from __future__ import annotations
@@ -30,34 +38,44 @@ import secrets
 import shlex
 import shutil
 import signal
-import stat
 import subprocess
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from . import capture
+from .git_guard import GUARD
 from .jobs import JobError, JobManager
+from .limits import ResourceLimits
 from .output import cut_note
 from .paths import host_program
-from .processes import StartGate, kill_group, live_processes, readable, start_process
+from .processes import (
+    StartGate,
+    kill_group,
+    live_processes,
+    readable,
+    sandboxed_pid,
+    start_process,
+)
 from .reaper import kill_tree, reaped, tree
 from .sandbox import Sandbox, SandboxPolicy
 from .scratch import make_scratch
 
 _KILL_GRACE = 0.5
-DISK_LIMIT = 64 * 1024 * 1024
-"""Output a command may leave in its scratch files before it is stopped (a `yes` must not
-fill the disk in the minute before its timeout)."""
+DISK_LIMIT = ResourceLimits().output
+"""Output a command may leave in its capture files before it is stopped (a `yes` must not
+fill the disk in the minute before its timeout), unless the sandbox's limits say otherwise."""
 _WATCH_EVERY = 0.25
 _STATE_TIMEOUT = 5.0
 _STATE_LIMIT = 16 * 1024 * 1024
-"""Bytes of a shell's state (its exported variables) copied for a read-only run."""
+"""Bytes of a shell's state (its exported variables) carried to the next bash or a
+read-only run; a bigger one is not carried."""
 _BASH = host_program("bash") or "/bin/bash"
-_ONE_SHOT = ('source "$1" >/dev/null 2>&1; export TMPDIR="$5"; '
-             'source "$2" >"$3" 2>"$4" </dev/null')
+_ONE_SHOT = ('builtin source "/dev/fd/$1" >/dev/null 2>&1; export TMPDIR=/dev/shm; '
+             + GUARD + 'builtin source "/dev/fd/$2" </dev/null')
 """The read-only run: restore the state, then the command as the persistent shell runs it.
-Its /tmp is the shell's, read-only, so temporary files go to a folder of its own."""
+Its /tmp is the shell's, read-only, so temporary files go to the sandbox's small tmpfs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,45 +95,26 @@ class ShellResult:
     """Seconds it had run when it became a job (None: it returned, leaving processes)."""
     note: str | None = None
     """Anything else the model should know (processes it left that were killed)."""
+    stopped_at: str | None = None
+    """What the command was running when it was stopped (timeout, overflow): the rest of
+    it did not run."""
 
 
 def _create(path: Path, text: str) -> None:
-    """Write a new file; fails rather than follow anything the sandbox put at ``path``."""
+    """Write a new file; fails rather than follow anything put at ``path``."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
         handle.write(text)
 
 
 def _discard(*paths: Path) -> None:
-    """Remove files or folders, whatever the sandbox turned them into, following no link."""
+    """Remove files or folders, following no link."""
     for path in paths:
         with contextlib.suppress(OSError):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
             else:
                 path.unlink(missing_ok=True)
-
-
-def _read_regular(path: Path, limit: int) -> str:
-    """The file's text, its head and tail kept when it exceeds ``limit`` bytes; empty when it
-    is missing or not a regular file (a symlink or FIFO put there from inside the sandbox
-    would make fencecall read its own secrets, or block)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return ""
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return ""
-        half = limit // 2
-        if info.st_size <= 2 * half:
-            return handle.read(2 * half).decode("utf-8", errors="replace")
-        head = handle.read(half).decode("utf-8", errors="replace")
-        handle.seek(info.st_size - half)
-        tail = handle.read(half).decode("utf-8", errors="replace")
-    cut = info.st_size - 2 * half
-    return f"{head}\n{cut_note(cut, 'bytes')}\n{tail}"
 
 
 def _cut_bytes(data: bytes, limit: int) -> str:
@@ -139,7 +138,39 @@ def _first_child(pid: int) -> int | None:
     return int(words[0]) if words else None
 
 
+def _command_line(pid: int) -> str | None:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()[:4096]
+    except OSError:
+        return None
+    words = raw.rstrip(b"\0").decode("utf-8", errors="replace").split("\0")
+    return " ".join(words) if words and words[0] else None
+
+
 _Why = Literal["marker", "timeout", "overflow", "dead"]
+
+
+class _Capture:
+    """The unnamed files a bash writes a command's stdout, stderr and state to, which it
+    inherits as descriptors (``/dev/fd/N``, a duplicate in bash's redirections); cleared
+    before each command."""
+
+    def __init__(self) -> None:
+        self.out, self.err, self.state = (capture.unnamed_file() for _ in range(3))
+
+    @property
+    def fds(self) -> tuple[int, int, int]:
+        return self.out, self.err, self.state
+
+    def written(self) -> int:
+        return capture.on_disk(self.out, self.err)
+
+    def state_text(self) -> str | None:
+        data = capture.read_all(self.state, _STATE_LIMIT)
+        return None if data is None else data.decode("utf-8", errors="surrogateescape")
+
+    def close(self) -> None:
+        capture.close(*self.fds)
 
 
 class _Bash:
@@ -149,11 +180,13 @@ class _Bash:
     every orphan. Either way each process bash starts stays below :attr:`proc` in the process
     tree, whatever session or process group it moves to."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], sandboxed: bool):
+    def __init__(self, proc: subprocess.Popen[bytes], sandboxed: bool, files: _Capture):
         self.proc = proc
+        self.files = files
         self._sandboxed = sandboxed
         self._buffer = b""
         self._own: frozenset[int] | None = None
+        self._bash: int | None = None
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -168,11 +201,10 @@ class _Bash:
             return False
         return True
 
-    def wait_marker(self, marker: str, timeout: float, watch: tuple[Path, ...] = (),
+    def wait_marker(self, marker: str, timeout: float,
                     disk_limit: int = 0) -> tuple[int | None, _Why]:
-        """(exit status, why the wait ended): the marker came, the timeout passed, the files
-        in ``watch`` grew past ``disk_limit`` (the disk is capped, not only what is read
-        back), or bash died."""
+        """(exit status, why the wait ended): the marker came, the timeout passed, the output
+        grew past ``disk_limit`` on disk (0: not watched), or bash died."""
         deadline = time.monotonic() + timeout
         while True:
             status = self._take(marker)
@@ -181,7 +213,7 @@ class _Bash:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None, "timeout"
-            if watch and _written(watch) > disk_limit:
+            if disk_limit and self.files.written() >= disk_limit:
                 return None, "overflow"
             if not self._read(min(remaining, _WATCH_EVERY)):
                 return None, "dead"
@@ -236,8 +268,23 @@ class _Bash:
             bash = _first_child(first) if first is not None and self._sandboxed else first
             if first is None or bash is None:
                 return below
-            self._own = frozenset({first, bash})
+            self._own, self._bash = frozenset({first, bash}), bash
         return [pid for pid in below if pid not in self._own]
+
+    def running(self) -> str | None:
+        """What bash runs now (its first child's command line), for a stop's report."""
+        self.children()
+        child = _first_child(self._bash) if self._bash is not None else None
+        return _command_line(child) if child is not None else None
+
+    def kill_bash(self) -> None:
+        """SIGKILL bash itself, not what runs below it: it runs nothing more."""
+        self.children()  # finds bash's pid
+        if self._bash is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._bash, signal.SIGKILL)
+        elif self.proc.returncode is None:  # bash not found below: the whole tree
+            kill_tree(self.proc.pid)
 
     def kill_children(self) -> None:
         """TERM every process below bash, then KILL what is left."""
@@ -263,23 +310,20 @@ class _Bash:
                 with contextlib.suppress(OSError):  # a command it never read: a broken pipe
                     stream.close()
 
-
-def _written(paths: tuple[Path, ...]) -> int:
-    total = 0
-    for path in paths:
-        with contextlib.suppress(OSError):
-            total += os.lstat(path).st_blocks * 512
-    return total
+    def close(self) -> None:
+        """:meth:`terminate`, and let go of its files."""
+        self.terminate()
+        self.files.close()
 
 
 class _RetiredShell:
     """A bash handed to a job with the command it runs (a :class:`~.jobs.Running`): the job
     ends once bash printed ``marker`` and nothing is left below it."""
 
-    def __init__(self, bash: _Bash, marker: str, files: tuple[Path, ...]):
+    def __init__(self, bash: _Bash, marker: str, script: Path):
         self._bash = bash
         self._marker = marker
-        self._files = files
+        self._script = script
         self._done = False
         self._status: int | None = None
 
@@ -293,17 +337,17 @@ class _RetiredShell:
         self._bash.terminate()
 
     def close(self) -> None:
-        self._bash.terminate()
-        _discard(*self._files)
+        self._bash.close()
+        _discard(self._script)
 
 
 class _OneShot:
     """A read-only run handed to a job (a :class:`~.jobs.Running`): bwrap and its pid
     namespace, which ends with it."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], files: tuple[Path, ...]):
+    def __init__(self, proc: subprocess.Popen[bytes], fds: tuple[int, ...]):
         self._proc = proc
-        self._files = files
+        self._fds = fds
 
     def poll(self) -> tuple[bool, int | None]:
         status = self._proc.poll()
@@ -316,7 +360,7 @@ class _OneShot:
 
     def close(self) -> None:
         self.kill()
-        _discard(*self._files)
+        capture.close(*self._fds)
 
 
 class ShellSession:
@@ -326,18 +370,20 @@ class ShellSession:
     left processes behind (``cmd &``), is handed to the manager with the whole bash that runs
     it, and the next command starts a new bash restored from the old one's state before that
     command (its working directory and exported variables; after ``cmd &``, its state after
-    the command)."""
+    the command). ``disk_limit`` is the output a command may write (default: the sandbox's
+    ``limits.output``)."""
 
     def __init__(self, cwd: Path, *, env: dict[str, str] | None = None,
-                 output_limit: int = 1_000_000, disk_limit: int = DISK_LIMIT,
+                 output_limit: int = 1_000_000, disk_limit: int | None = None,
                  sandbox: Sandbox | None = None, jobs: JobManager | None = None):
         self._cwd = cwd
         self._env = env
         self._output_limit = output_limit
-        self._disk_limit = disk_limit
         self._jobs = jobs
         self._sandbox = sandbox or Sandbox(SandboxPolicy.OFF)
+        self._disk_limit = self._sandbox.limits.output if disk_limit is None else disk_limit
         self._dir = make_scratch("shell")
+        """The scripts and states fencecall writes for bash, which it sees read-only."""
         self._own_tmp: Path | None = None
         if self._sandbox.policy is SandboxPolicy.WORKSPACE_WRITE and self._sandbox.tmp is None:
             # a folder rather than a tmpfs, so that read-only runs see the files in /tmp too
@@ -345,7 +391,7 @@ class ShellSession:
             self._sandbox = replace(self._sandbox, tmp=self._own_tmp)
         self._bash: _Bash | None = None
         self._restore: Path | None = None
-        """The state a retired bash left, which the next bash starts from."""
+        """The state a stopped or retired bash left, which the next bash starts from."""
         self._gate = StartGate("shell")
         self._start()
 
@@ -359,14 +405,20 @@ class ShellSession:
     def _start(self) -> None:
         command = [_BASH, "--noprofile", "--norc"]
         if self._sandbox.enforced:
-            argv = self._sandbox.command(command, scratch=[self._dir], cwd=self._cwd)
+            argv = self._sandbox.command(command, inputs=[self._dir], cwd=self._cwd)
         else:
             argv = reaped(command, owner=self._dir.name)
-        proc = self._gate.start(lambda: start_process(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, cwd=self._cwd, env=self._environment(),
-            start_new_session=True, pass_fds=self._sandbox.pass_fds))
-        self._bash = _Bash(proc, self._sandbox.enforced)
+        files = _Capture()
+        try:
+            proc = self._gate.start(lambda: start_process(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, cwd=self._cwd, env=self._environment(),
+                start_new_session=True, pass_fds=(*self._sandbox.pass_fds, *files.fds),
+                limits=self._sandbox.limits))
+        except BaseException:
+            files.close()
+            raise
+        self._bash = _Bash(proc, self._sandbox.enforced, files)
 
     def abort(self) -> None:
         """Kill the shell and what runs in it now (a read-only run too), from any thread,
@@ -410,22 +462,19 @@ class ShellSession:
             if not self._sandbox.enforced:
                 raise ValueError("read_only needs an enforced sandbox")
             return self._run_read_only(command, timeout, background_after)
-        token = secrets.token_hex(8)
-        script, out, err, state = (self._dir / f"{token}{suffix}"
-                                   for suffix in (".sh", ".out", ".err", ".state"))
+        script = self._dir / f"{secrets.token_hex(8)}.sh"
         _create(script, command + "\n")
-        kept: tuple[Path, ...] = ()
+        kept = False
         try:
-            result, kept = self._run(command, (script, out, err, state), timeout,
-                                     background_after)
+            result, kept = self._run(command, script, timeout, background_after)
             return result
         finally:
-            _discard(*(path for path in (script, out, err, state) if path not in kept))
+            if not kept:
+                _discard(script)
 
-    def _run(self, command: str, files: tuple[Path, Path, Path, Path], timeout: float,
-             background_after: float | None) -> tuple[ShellResult, tuple[Path, ...]]:
-        """The result, and the files a job took over or the next bash starts from."""
-        script, out, err, state = files
+    def _run(self, command: str, script: Path, timeout: float,
+             background_after: float | None) -> tuple[ShellResult, bool]:
+        """The result, and whether a job took over the script."""
         restarted = None
         if self._bash is None:
             self._start()
@@ -434,216 +483,247 @@ class ShellSession:
             self._restart()
         bash = self._bash
         assert bash is not None
+        capture.clear(*bash.files.fds)
         marker = secrets.token_hex(8)
         restore, self._restore = self._restore, None
+        out, err, state = (f"/dev/fd/{fd}" for fd in bash.files.fds)
         line = ((f"builtin source {shlex.quote(str(restore))} >/dev/null 2>&1; "
                  if restore is not None else "")
                 + f"{{ builtin printf 'builtin cd -- %q\\n' \"$PWD\"; builtin export -p; }} "
-                f">{shlex.quote(str(state))} 2>/dev/null; "
-                f"builtin source {shlex.quote(str(script))} >{shlex.quote(str(out))} "
-                f"2>{shlex.quote(str(err))} </dev/null; "
+                f">{state} 2>/dev/null; "
+                f"builtin source {shlex.quote(str(script))} >{out} 2>{err} </dev/null; "
                 f"builtin printf '\\n{marker} %s\\n' \"$?\"\n")
         try:
             if not bash.send(line):  # it died since: start another (its pipes closed first)
                 self._restart()
                 self._restore = restore
-                return self._run(command, files, timeout, background_after)
-            return self._wait(command, bash, marker, files, timeout, background_after,
+                return self._run(command, script, timeout, background_after)
+            return self._wait(command, bash, marker, script, timeout, background_after,
                               restarted)
         finally:
             if restore is not None:
                 _discard(restore)
 
-    def _wait(self, command: str, bash: _Bash, marker: str,
-              files: tuple[Path, Path, Path, Path], timeout: float,
+    def _wait(self, command: str, bash: _Bash, marker: str, script: Path, timeout: float,
               background_after: float | None,
-              restarted: str | None) -> tuple[ShellResult, tuple[Path, ...]]:
-        script, out, err, state = files
-        watch = (out, err)
+              restarted: str | None) -> tuple[ShellResult, bool]:
         first = timeout if background_after is None else background_after
         try:
-            status, why = bash.wait_marker(marker, first, watch, self._disk_limit)
+            status, why = bash.wait_marker(marker, first, self._disk_limit)
             if why == "timeout" and background_after is not None:
-                job = self._retire(command, bash, marker, (script, out, err), restore=state,
-                                   ran_for=first)
+                job = self._retire(command, bash, marker, script, ran_for=first)
                 if job is not None:
-                    return job, (script, out, err, state)
-                status, why = bash.wait_marker(marker, timeout - first, watch,
-                                               self._disk_limit)
-        except KeyboardInterrupt:  # Ctrl-C: stop the command too, keep the shell
-            bash.kill_children()
-            bash.wait_marker(marker, _KILL_GRACE * 2)
+                    return job, True
+                status, why = bash.wait_marker(marker, timeout - first, self._disk_limit)
+        except KeyboardInterrupt:  # Ctrl-C: the whole command ends, the shell's state stays
+            self._stop(bash)
             raise
+        if why == "marker":
+            return self._returned(command, bash, script, status, restarted)
+        stopped_at = bash.running() if why != "dead" else None
+        stdout, stderr = self._read(bash.files.out), self._read(bash.files.err)
+        if why == "dead":
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                status = bash.proc.wait(timeout=_KILL_GRACE)
+            reason = "the command exited the shell"
+        else:
+            reason = "the command was stopped"
+        self._stop(bash)
+        restarted = (f"{reason}; its working directory and exported variables are as before "
+                     "the command, functions and other variables are gone")
+        stopped = why in ("timeout", "overflow")
+        return ShellResult(stdout, stderr, None if stopped else status, why == "timeout",
+                           restarted, why == "overflow", stopped_at=stopped_at), False
+
+    def _returned(self, command: str, bash: _Bash, script: Path, status: int | None,
+                  restarted: str | None) -> tuple[ShellResult, bool]:
+        """The result of a command that returned: processes it left running go on as a job
+        where one may start, else they are killed."""
         note = None
-        if why == "marker" and self._jobs is not None and bash.children():
-            job = self._retire_left_behind(command, bash, (script, out, err), status)
+        if self._jobs is not None and bash.children():
+            job = self._retire_left_behind(command, bash, script, status)
             if job is not None:
-                return job, (script, out, err)
+                return job, True
             bash.kill_children()
             note = (f"It left processes running in the background, which were killed: "
                     f"{self._jobs.max_jobs} jobs are running already (the limit).")
-        if why in ("timeout", "overflow"):
-            bash.kill_children()
-            status, _ = bash.wait_marker(marker, _KILL_GRACE * 2)
-        kept: tuple[Path, ...] = ()
-        if status is None:
-            reason = ("the command did not stop on timeout" if why != "dead"
-                      else "the command exited the shell")
-            try:
-                status = bash.proc.wait(timeout=_KILL_GRACE) if why == "dead" else None
-            except subprocess.TimeoutExpired:
-                status = None
-            self._restart()
-            self._restore, kept = state, (state,)  # the state from before the command
-            restarted = (f"{reason}; its working directory and exported variables are as "
-                         "before the command, functions and other variables are gone")
-        stopped = why in ("timeout", "overflow")
-        return ShellResult(self._read(out), self._read(err), None if stopped else status,
-                           why == "timeout", restarted, why == "overflow",
-                           note=note), kept
+        return ShellResult(self._read(bash.files.out), self._read(bash.files.err), status,
+                           restarted=restarted, note=note), False
 
-    def _retire(self, command: str, bash: _Bash, marker: str, files: tuple[Path, ...], *,
-                restore: Path, ran_for: float) -> ShellResult | None:
+    def _stop(self, bash: _Bash) -> None:
+        """End the command as a whole: bash first (so nothing after the part running now can
+        start), then every process below it. The next command gets a new bash with the
+        working directory and exported variables from before this command."""
+        state = bash.files.state_text()
+        bash.kill_bash()
+        bash.kill_children()
+        bash.close()
+        if self._bash is bash:
+            self._bash = None
+        self._restore = self._restore_file(state)
+
+    def _restore_file(self, state: str | None) -> Path | None:
+        """A script the next bash sources to get ``state`` back (None: nothing to restore)."""
+        if state is None:
+            return None
+        path = self._dir / f"{secrets.token_hex(8)}.state"
+        _create(path, state)
+        return path
+
+    def _retire(self, command: str, bash: _Bash, marker: str, script: Path, *,
+                ran_for: float) -> ShellResult | None:
         """Hand ``bash``, still running ``command``, to the jobs; the next bash starts from
-        ``restore``. None where no job may start."""
+        the state before the command. None where no job may start."""
         assert self._jobs is not None
+        state = bash.files.state_text()
         try:
-            job, so_far = self._jobs.adopt(command, _RetiredShell(bash, marker, files),
-                                           files[1:], ran_for=ran_for)
+            job, so_far = self._jobs.adopt(command, _RetiredShell(bash, marker, script),
+                                           (bash.files.out, bash.files.err), ran_for=ran_for)
         except JobError:
             return None
-        self._bash, self._restore = None, restore
+        self._bash, self._restore = None, self._restore_file(state)
         return self._job_result(job, so_far, running_for=ran_for)
 
-    def _retire_left_behind(self, command: str, bash: _Bash, files: tuple[Path, ...],
+    def _retire_left_behind(self, command: str, bash: _Bash, script: Path,
                             status: int | None) -> ShellResult | None:
         """Hand ``bash``, whose command returned but left processes running, to the jobs:
         the job ends when they have all ended, with the exit status of the last one bash
         started (``$!``). The next bash starts from this one's state now."""
         assert self._jobs is not None
-        after = self._exported_state(self._dir / f"{secrets.token_hex(8)}.state")
+        after = self._exported_state(bash)
+        stdout, stderr = self._read(bash.files.out), self._read(bash.files.err)
         marker = secrets.token_hex(8)
         if not bash.send(f"builtin wait $! 2>/dev/null; "
                          f"builtin printf '\\n{marker} %s\\n' \"$?\"\n"):
             return None
         try:
-            job, so_far = self._jobs.adopt(command, _RetiredShell(bash, marker, files),
-                                           files[1:])
+            job, _ = self._jobs.adopt(command, _RetiredShell(bash, marker, script),
+                                      (bash.files.out, bash.files.err))
         except JobError:
-            if after is not None:
-                _discard(after)
             return None
-        self._bash, self._restore = None, after
-        return self._job_result(job, so_far, running_for=None, returned=status)
+        self._bash, self._restore = None, self._restore_file(after)
+        return ShellResult(stdout, stderr, status, job=job)
 
     def _job_result(self, job: int, so_far: tuple[bytes, ...], *,
-                    running_for: float | None, returned: int | None = None) -> ShellResult:
+                    running_for: float | None) -> ShellResult:
         stdout, stderr = (_cut_bytes(data, self._output_limit) for data in so_far)
-        return ShellResult(stdout, stderr, returned, job=job, running_for=running_for)
+        return ShellResult(stdout, stderr, None, job=job, running_for=running_for)
 
     def _run_read_only(self, command: str, timeout: float,
                        background_after: float | None) -> ShellResult:
-        """Run ``command`` in a fresh read-only sandbox, in the persistent shell's working
-        directory and with its exported variables; the persistent shell is left as it was.
-        The run gets a scratch folder of its own, never the shell's: it runs unasked, so it
-        must not reach the scripts and state the writable shell sources next."""
-        own = make_scratch("readonly")
-        state = self._state_copy(own / "state")
-        script, out, err, tmp, setup = (own / name
-                                        for name in ("sh", "out", "err", "tmp", "setup"))
+        """Run ``command`` in a fresh read-only sandbox without network, in the persistent
+        shell's working directory and with its exported variables; the persistent shell is
+        left as it was. Nobody confirmed it: it shares no folder with fencecall (its state
+        and script come in, its output goes out, through inherited unnamed files), so it
+        cannot reach the scripts and state the writable shell sources next."""
+        sandbox = self._sandbox.read_only()
+        state = self._state_text()
+        out, err = capture.unnamed_file(), capture.unnamed_file()
+        inputs = (capture.holding(state or ""), capture.holding(command + "\n"))
+        argv = sandbox.command([_BASH, "--noprofile", "--norc", "-c", _ONE_SHOT, "bash",
+                                *map(str, inputs)], cwd=self._cwd)
         kept = False
         try:
-            _create(script, command + "\n")
-            tmp.mkdir()
-            argv = self._sandbox.read_only().command(
-                [_BASH, "--noprofile", "--norc", "-c", _ONE_SHOT, "bash",
-                 *map(str, (state or "/dev/null", script, out, err, tmp))],
-                scratch=[own], cwd=self._cwd)
-            fd = os.open(setup, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            try:  # bwrap's own errors, to a file: a pipe would hold whatever the run sends
-                proc = self._gate.start(lambda: start_process(
-                    argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=fd,
-                    cwd=self._cwd, start_new_session=True,
-                    env={} if state else self._environment(),
-                    pass_fds=self._sandbox.pass_fds))
-            finally:
-                os.close(fd)
+            proc = self._gate.start(lambda: start_process(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=self._cwd,
+                start_new_session=True, env={} if state else self._environment(),
+                pass_fds=(*sandbox.pass_fds, *inputs), limits=sandbox.limits))
             first = timeout if background_after is None else background_after
-            try:
+            why = self._watch(proc, (out, err), first)
+            if why == "timeout" and background_after is not None:
+                assert self._jobs is not None
                 try:
-                    proc.wait(timeout=first)
-                except subprocess.TimeoutExpired:
-                    if background_after is None:
-                        raise
-                    assert self._jobs is not None
-                    try:
-                        job, so_far = self._jobs.adopt(command, _OneShot(proc, (own,)),
-                                                       (out, err), ran_for=background_after)
-                    except JobError:
-                        proc.wait(timeout=timeout - first)
-                    else:
-                        kept = True
-                        return self._job_result(job, so_far, running_for=background_after)
-            except subprocess.TimeoutExpired:
+                    job, so_far = self._jobs.adopt(command, _OneShot(proc, (out, err, *inputs)),
+                                                   (out, err), ran_for=first)
+                except JobError:
+                    why = self._watch(proc, (out, err), timeout - first)
+                else:
+                    kept = True
+                    return self._job_result(job, so_far, running_for=first)
+            stopped_at = None if why == "ended" else _one_shot_running(proc)
+            if why != "ended":
+                kill_tree(proc.pid)
                 kill_group(proc)
-                return ShellResult(self._read(out), self._read(err), None, True)
-            except KeyboardInterrupt:
+            return ShellResult(self._read(out), self._read(err),
+                               proc.returncode if why == "ended" else None, why == "timeout",
+                               overflowed=why == "overflow", stopped_at=stopped_at)
+        except KeyboardInterrupt:
+            if "proc" in locals():
+                kill_tree(proc.pid)
                 kill_group(proc)
-                raise
-            stderr = self._read(setup) + self._read(err)
-            return ShellResult(self._read(out), stderr, proc.returncode)
+            raise
         finally:
             if not kept:
-                _discard(own)
+                capture.close(out, err, *inputs)
 
-    def _state_copy(self, path: Path) -> Path | None:
-        """``path``, holding a copy of the state the persistent shell would start the next
-        command from (read by descriptor from its scratch folder); None without one."""
-        if self._bash is None:
-            source = self._restore
-        else:
-            source = self._exported_state(self._dir / f"{secrets.token_hex(8)}.state")
-        if source is None:
+    def _watch(self, proc: subprocess.Popen[bytes], fds: tuple[int, int],
+               seconds: float) -> Literal["ended", "timeout", "overflow"]:
+        """Wait up to ``seconds`` for ``proc`` to end, watching what it wrote on disk: output
+        that reached the cap is an overflow, whether the watch or ``RLIMIT_FSIZE`` stopped
+        it."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(0.0, min(left, _WATCH_EVERY)))
+            if capture.on_disk(*fds) >= self._disk_limit:  # RLIMIT_FSIZE may have ended it
+                return "overflow"
+            if proc.returncode is not None:
+                return "ended"
+            if left <= _WATCH_EVERY:
+                return "timeout"
+
+    def _state_text(self) -> str | None:
+        """The state the persistent shell would start the next command from: its working
+        directory and exported variables (None: none to be had)."""
+        if self._bash is not None:
+            return self._exported_state(self._bash)
+        if self._restore is None:
             return None
+        fd = os.open(self._restore, os.O_RDONLY | os.O_NOFOLLOW)
         try:
-            text = _read_regular(source, _STATE_LIMIT)
+            data = capture.read_all(fd, _STATE_LIMIT)
         finally:
-            if source is not self._restore:
-                _discard(source)
-        _create(path, text)
-        return path
+            os.close(fd)
+        return None if data is None else data.decode("utf-8", errors="surrogateescape")
 
-    def _exported_state(self, path: Path) -> Path | None:
-        """``path``, once the persistent shell wrote there a script that recreates its working
-        directory and exported variables; None when it is not running or does not answer."""
-        bash = self._bash
-        if bash is None or not bash.alive():
+    def _exported_state(self, bash: _Bash) -> str | None:
+        """The working directory and exported variables ``bash`` has now, as a script that
+        recreates them; None when it is not running or does not answer."""
+        if not bash.alive():
             return None
+        capture.clear(bash.files.state)
         marker = secrets.token_hex(8)
         line = (f"{{ builtin printf 'builtin cd -- %q\\n' \"$PWD\"; builtin export -p; }} "
-                f">{shlex.quote(str(path))} 2>/dev/null; "
+                f">/dev/fd/{bash.files.state} 2>/dev/null; "
                 f"builtin printf '\\n{marker} %s\\n' 0\n")
         if not bash.send(line):
             return None
         status, _ = bash.wait_marker(marker, _STATE_TIMEOUT)
-        return path if status is not None else None
+        return bash.files.state_text() if status is not None else None
 
-    def _read(self, path: Path) -> str:
-        return _read_regular(path, self._output_limit)
+    def _read(self, fd: int) -> str:
+        return capture.head_and_tail(fd, self._output_limit)
 
     def _restart(self) -> None:
         if self._bash is not None:
             self._bash.kill_children()
-            self._bash.terminate()
+            self._bash.close()
         self._start()
 
     def close(self) -> None:
-        """Stop bash and everything it started; remove the scratch folder (a job's files
-        stay open where it runs on)."""
+        """Stop bash and everything it started; remove the scratch folder."""
         if self._bash is not None:
             self._bash.kill_children()
-            self._bash.terminate()
+            self._bash.close()
             self._bash = None
-        shutil.rmtree(self._dir, ignore_errors=True)  # the sandbox may leave what it cannot
+        shutil.rmtree(self._dir, ignore_errors=True)
         if self._own_tmp is not None:
             shutil.rmtree(self._own_tmp, ignore_errors=True)
+
+
+def _one_shot_running(proc: subprocess.Popen[bytes]) -> str | None:
+    """What a read-only run's bash (pid 2 of its sandbox) runs now."""
+    bash = sandboxed_pid(proc.pid, live_processes())
+    child = _first_child(bash) if bash is not None else None
+    return _command_line(child) if child is not None else None

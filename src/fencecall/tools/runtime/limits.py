@@ -1,0 +1,228 @@
+"""Resource limits for the processes the tools start: how many, how much memory, how big a file.
+
+The kernel enforces them, whatever the command does. Every process gets rlimits through
+util-linux's ``prlimit`` (it sets them and execs the program, so no ``preexec_fn`` is needed):
+``RLIMIT_FSIZE`` caps each file it writes, ``RLIMIT_NPROC`` the processes of its user. Root
+is exempt from ``RLIMIT_NPROC`` (and fencecall often runs as root, in CI and containers), and
+``RLIMIT_AS`` counts per process, so where fencecall may make control groups (cgroup v1 or
+v2, writable: root, or a delegated subtree) each started process gets one of its own with
+``pids.max`` and a memory limit, joined by a tiny ``sh`` before the program runs (a process
+forked later cannot be outside it). Without control groups, ``RLIMIT_AS`` stands in for the
+memory limit, per process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import os
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from .paths import host_program
+from .scratch import process_alive
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceLimits:
+    """What one sandbox (one shell, one interpreter, one unconfirmed run) may take. Zero
+    means no limit. The defaults stop a fork bomb and a memory bomb and leave room for a
+    build (``make -j``, a linker, a test suite)."""
+
+    processes: int = 1024
+    """Processes and threads at once."""
+    memory: int = 8 * GiB
+    """Bytes of memory (all its processes together where control groups exist; else each
+    process's address space)."""
+    file_size: int = 4 * GiB
+    """Bytes of any one file it writes (``RLIMIT_FSIZE``); runs nobody confirmed get the
+    output cap instead."""
+    output: int = 64 * MiB
+    """Bytes of output (stdout and stderr, on disk) a command or job may write before it is
+    stopped; also what a run nobody confirmed may write to any file."""
+    tmp: int = 256 * MiB
+    """Bytes of each private tmpfs inside the sandbox (its /tmp when it has no folder of
+    the session's, /run, /dev/shm), which live in memory."""
+
+    def __post_init__(self) -> None:
+        for name in ("processes", "memory", "file_size", "output", "tmp"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"limit {name} must be a whole number, 0 or more "
+                                 f"(got {value!r})")
+
+    def unconfirmed(self) -> ResourceLimits:
+        """The limits of a run nobody confirmed: no file bigger than the output cap."""
+        caps = [cap for cap in (self.output, self.file_size) if cap]
+        return replace(self, file_size=min(caps, default=0))
+
+
+_PRLIMIT = host_program("prlimit")
+_SH = host_program("sh") or "/bin/sh"
+_JOIN = ('while [ "$1" != -- ]; do echo $$ >"$1" || exit 126; shift; done; shift; '
+         'exec "$@"')
+"""Runs as ``sh -c _JOIN sh PROCS... -- PROGRAM...``: the shell moves itself into each group
+and becomes the program, so every process the program starts is in them."""
+_PREFIX = "fencecall-"
+
+
+def limited(argv: Sequence[str], limits: ResourceLimits, group: Cgroup | None) -> list[str]:
+    """``argv`` started under ``limits``: in ``group`` (made for it) when given, with the
+    rlimits set by prlimit (when util-linux has it)."""
+    command = list(argv)
+    if _PRLIMIT is not None:
+        flags = []
+        if limits.file_size:
+            flags.append(f"--fsize={limits.file_size}")
+        if limits.processes:
+            flags.append(f"--nproc={limits.processes}")
+        if limits.memory and (group is None or not group.limits_memory):
+            flags.append(f"--as={limits.memory}")
+        if flags:
+            command = [_PRLIMIT, *flags, "--", *command]
+    if group is not None and group.procs:
+        command = [_SH, "-c", _JOIN, "sh", *map(str, group.procs), "--", *command]
+    return command
+
+
+@dataclass(frozen=True, slots=True)
+class _Controller:
+    base: Path
+    """The folder of fencecall's own group in this controller's hierarchy."""
+    limit_file: str
+    """Where the limit is written: pids.max, memory.limit_in_bytes or memory.max."""
+
+
+class Cgroup:
+    """A control group of one started process (in each hierarchy that has the controller).
+    Removed once empty: each new group tidies the empty ones fencecall made before, and the
+    rest go at exit."""
+
+    def __init__(self, folders: list[Path], limits_memory: bool):
+        self.folders = folders
+        self.limits_memory = limits_memory
+
+    @property
+    def procs(self) -> list[Path]:
+        return [folder / "cgroup.procs" for folder in self.folders]
+
+    @classmethod
+    def create(cls, limits: ResourceLimits) -> Cgroup | None:
+        """A new group with ``limits``, or None where fencecall cannot make one here."""
+        _tidy()
+        name = f"{_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+        folders: list[Path] = []
+        limits_memory = False
+        for controller, value in (("pids", limits.processes), ("memory", limits.memory)):
+            found = _controllers().get(controller)
+            if not value or found is None:
+                continue
+            folder = found.base / name
+            try:
+                folder.mkdir(exist_ok=folder in folders)
+                (folder / found.limit_file).write_text(str(value))
+            except OSError:
+                continue
+            finally:
+                if folder not in folders and folder.is_dir():
+                    folders.append(folder)
+                    _made.append(folder)
+            limits_memory |= controller == "memory"
+        return cls(folders, limits_memory) if folders else None
+
+
+_made: list[Path] = []
+"""The groups this process made that may still exist."""
+
+
+def _tidy() -> None:
+    """Remove the groups fencecall made whose processes have all ended."""
+    for folder in list(_made):
+        try:
+            folder.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:  # still in use
+            continue
+        _made.remove(folder)
+
+
+atexit.register(_tidy)
+
+
+def _remove_group(folder: Path) -> None:
+    """Kill what runs in ``folder`` and remove it."""
+    for _ in range(50):
+        try:
+            folder.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            with contextlib.suppress(OSError, ValueError):
+                for word in (folder / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(word), 9)
+            time.sleep(0.01)
+
+
+@functools.cache
+def _controllers() -> dict[str, _Controller]:
+    """The writable hierarchies of the pids and memory controllers, at fencecall's group."""
+    own: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, names, path = line.split(":", 2)
+            for name in names.split(",") if names else [""]:
+                own[name] = path
+    found: dict[str, _Controller] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            fields = line.split()
+            if len(fields) < 4:
+                continue
+            point, kind, options = Path(fields[1]), fields[2], fields[3].split(",")
+            if kind == "cgroup":
+                for name, limit in (("pids", "pids.max"), ("memory", "memory.limit_in_bytes")):
+                    if name in options and name in own:
+                        found.setdefault(name, _Controller(_at(point, own[name]), limit))
+            elif kind == "cgroup2" and "" in own:
+                _v2(point / own[""].lstrip("/"), found)
+    return {name: c for name, c in found.items() if os.access(c.base, os.W_OK)}
+
+
+def _at(point: Path, path: str) -> Path:
+    return point / path.lstrip("/")
+
+
+def _v2(base: Path, found: dict[str, _Controller]) -> None:
+    """Controllers of a cgroup v2 group whose children may use them."""
+    try:
+        enabled = (base / "cgroup.subtree_control").read_text().split()
+    except OSError:
+        return
+    for name, limit in (("pids", "pids.max"), ("memory", "memory.max")):
+        if name in enabled:
+            found.setdefault(name, _Controller(base, limit))
+
+
+def sweep_groups() -> list[Path]:
+    """Remove the groups of fencecall processes that no longer run (``kill -9`` left them,
+    with whatever ran in them); returns them."""
+    removed = []
+    for controller in _controllers().values():
+        with contextlib.suppress(OSError):
+            for folder in controller.base.iterdir():
+                owner = folder.name.removeprefix(_PREFIX).split("-", 1)[0]
+                if folder.name.startswith(_PREFIX) and owner.isdigit() \
+                        and not process_alive(int(owner)):
+                    _remove_group(folder)
+                    removed.append(folder)
+    return removed
