@@ -241,3 +241,80 @@ def test_share_network_makes_one_only_where_it_is_needed(workspace: Path) -> Non
     network.close()  # again: nothing happens
     with pytest.raises(ValueError, match="closed"):
         shared.command(["true"])
+
+
+def _stuck_bwrap(folder: Path) -> Path:
+    """A stand-in for bwrap that hangs before doing anything (as a real one can before it
+    sets its own parent-death signal), found in ``ps`` by its path."""
+    fake = folder / "bwrap"
+    fake.write_text(f"#!{sys.executable}\nimport time\ntime.sleep(60)\n")
+    fake.chmod(0o755)
+    return fake
+
+
+def _await_gone(pids: list[int], patience: float = 10.0) -> list[int]:
+    """The pids still alive after up to ``patience`` seconds."""
+    deadline = time.monotonic() + patience
+    while [pid for pid in pids if alive(pid)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [pid for pid in pids if alive(pid)]
+
+
+_HOLD = """\
+import sys
+from fencecall.tools.runtime import netns
+netns._hold_namespaces(sys.argv[1], "cat")
+"""
+
+
+def test_a_holder_dies_with_fencecall_even_before_bwrap_sets_its_own_signal(
+        tmp_path: Path) -> None:
+    fake = _stuck_bwrap(tmp_path)
+    parent = subprocess.Popen([sys.executable, "-c", _HOLD, str(fake)])
+    holders: list[int] = []
+    try:
+        deadline = time.monotonic() + 10
+        while not holders and time.monotonic() < deadline:
+            time.sleep(0.05)
+            holders = [pid for pid in running(str(fake)) if pid != parent.pid]
+        assert holders, "the holder did not start"
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    try:
+        assert _await_gone(holders) == []
+    finally:
+        for pid in holders:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+_ORPHAN = """\
+import subprocess, sys
+from fencecall.tools.runtime import netns
+holder = subprocess.Popen(netns._holder_argv(sys.argv[1], "cat", 0), start_new_session=True,
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+print(holder.pid)
+"""
+
+
+def test_holders_a_dead_fencecall_left_are_swept_and_no_others(tmp_path: Path) -> None:
+    fake = _stuck_bwrap(tmp_path)
+    left = subprocess.run([sys.executable, "-c", _ORPHAN, str(fake)], capture_output=True,
+                          text=True, check=True)  # it exits: its holder is left behind
+    orphan = int(left.stdout)
+    mine = subprocess.Popen(netns._holder_argv(str(fake), "cat", 0), stdin=subprocess.DEVNULL)
+    unmarked = subprocess.Popen([str(fake), "--setenv", "FENCECALL", "1"])
+    try:
+        assert alive(orphan)
+        swept = netns.sweep_holders()
+        assert orphan in swept and mine.pid not in swept and unmarked.pid not in swept
+        assert _await_gone([orphan]) == []
+        assert mine.poll() is None and unmarked.poll() is None
+    finally:
+        for proc in (mine, unmarked):
+            proc.kill()
+            proc.wait()
+        if alive(orphan):
+            os.kill(orphan, signal.SIGKILL)

@@ -56,7 +56,7 @@ def test_output_of_child_processes_is_captured(run: Run) -> None:
 
 def test_long_output_is_truncated(run: Run) -> None:
     [result] = run(py("print('x' * 100000)"))
-    assert "characters cut" in result.content and len(result.content) < 20_000
+    assert "bytes cut" in result.content and len(result.content) < 20_000
 
 
 def test_functions_registered_by_tools_are_callable(workspace: Path) -> None:

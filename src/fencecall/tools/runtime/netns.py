@@ -7,14 +7,20 @@ user and a network namespace; fencecall keeps them alive by holding open descrip
 after the holder exits, and starts every sandbox of the conversation as ``nsenter --user=FD
 --net=FD -- bwrap ... --share-net``: bwrap still makes its own user, pid, ipc… namespaces inside,
 but keeps this network. Nothing outside can reach it, and the host's loopback is not in it.
+
+The holder gets a parent-death signal before it runs (bwrap sets its own only once it has
+made the namespaces), and its argv names the fencecall that started it, so that a holder a
+killed fencecall left is found and ended by the next one (:func:`sweep_holders`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -22,9 +28,12 @@ from pathlib import Path
 from types import TracebackType
 
 from .paths import host_program
-from .processes import kill_group, readable, start_process
+from .processes import kill_group, live_processes, readable, start_process
 
 _HOLDER = ("--unshare-user", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/")
+_MARK = "FENCECALL_NETNS_HOLDER"
+"""Set with ``--setenv`` to the pid of the fencecall that starts the holder, so that it shows
+in the holder's argv."""
 _TIMEOUT = 10.0
 _LOOPBACK_ROUTE = re.compile(r"\|-- 127\.0\.0\.1\n\s+/32 host LOCAL")
 """127.0.0.1's entry in the Local routing table, which exists only while ``lo`` is up with
@@ -52,6 +61,7 @@ class SharedNetwork:
             raise OSError("nsenter (util-linux) is not installed")
         if bwrap is None or cat is None:
             raise OSError("bwrap or cat is not installed")
+        sweep_holders_once()
         return cls(nsenter, *_hold_namespaces(bwrap, cat))
 
     @property
@@ -93,8 +103,10 @@ def _hold_namespaces(bwrap: str, cat: str) -> tuple[int, int]:
     """Descriptors (close-on-exec) of the user and network namespaces of a holder that ``cat``
     keeps running until its stdin closes: while it runs, its pid cannot be reused."""
     info_read, info_write = os.pipe()
+    setpriv = host_program("setpriv")  # start_process leaves it to bwrap, which is too late
+    argv = _holder_argv(bwrap, cat, info_write)
     try:
-        holder = start_process([bwrap, *_HOLDER, "--info-fd", str(info_write), "--", cat],
+        holder = start_process([setpriv, "--pdeathsig", "KILL", "--", *argv] if setpriv else argv,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, pass_fds=(info_write,),
                                start_new_session=True)
@@ -169,3 +181,62 @@ def _await_echo(holder: subprocess.Popen[bytes]) -> None:
 
 def _same_file(first: os.stat_result, second: os.stat_result) -> bool:
     return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
+
+
+def _holder_argv(bwrap: str, cat: str, info_fd: int) -> list[str]:
+    """The holder's command line, marked as this process's."""
+    return [bwrap, *_HOLDER, "--setenv", _MARK, str(os.getpid()), "--info-fd", str(info_fd),
+            "--", cat]
+
+
+def sweep_holders() -> list[int]:
+    """SIGKILL the namespace holders that a fencecall killed while it started them left
+    behind, before either end could act on a parent-death signal; returns their pids. A
+    holder is a process of this user, in this pid namespace (where the pid it names is the
+    one meant), whose argv carries the mark; it is left behind when the fencecall that mark
+    names is not above it in the process tree (a live one is its parent)."""
+    try:
+        here = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return []
+    parents = {info.pid: info.ppid for info in live_processes()}
+    killed = []
+    for pid in parents:
+        owner = _holder_owner(pid, here)
+        if owner is None or owner in _ancestors(pid, parents):
+            continue
+        with contextlib.suppress(OSError):  # gone meanwhile
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+    return killed
+
+
+@functools.cache
+def sweep_holders_once() -> None:
+    """:func:`sweep_holders`, once per process (before its first holder)."""
+    sweep_holders()
+
+
+def _holder_owner(pid: int, namespace: str) -> int | None:
+    """The pid the mark of holder ``pid`` names, if it is a holder of this user in the pid
+    namespace ``namespace``."""
+    try:
+        if os.stat(f"/proc/{pid}").st_uid != os.getuid() or \
+                os.readlink(f"/proc/{pid}/ns/pid") != namespace:
+            return None
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            args = file.read(64 * 1024).split(b"\0")
+    except OSError:
+        return None
+    for at in range(len(args) - 2):
+        if args[at] == b"--setenv" and args[at + 1] == _MARK.encode() and args[at + 2].isdigit():
+            return int(args[at + 2])
+    return None
+
+
+def _ancestors(pid: int, parents: dict[int, int]) -> list[int]:
+    """The pids above ``pid`` in the process tree, up to init."""
+    found: list[int] = []
+    while (pid := parents.get(pid, 0)) > 0 and pid not in found:
+        found.append(pid)
+    return found

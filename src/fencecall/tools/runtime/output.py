@@ -12,6 +12,11 @@ def cut_note(count: int, unit: str = "characters") -> str:
     return f"[... {count} {unit} cut ...]"
 
 
+def joined(head: str, cut: int, tail: str, unit: str = "characters") -> str:
+    """``head`` and ``tail`` with the note that ``cut`` units between them were left out."""
+    return f"{head}\n{cut_note(cut, unit)}\n{tail}"
+
+
 def truncate_middle(text: str, limit: int = DEFAULT_LIMIT) -> str:
     """Keep the start and the end of ``text``; say how much was cut from the middle.
 
@@ -20,8 +25,7 @@ def truncate_middle(text: str, limit: int = DEFAULT_LIMIT) -> str:
     if len(text) <= limit:
         return text
     half = limit // 2
-    cut = len(text) - 2 * half
-    return f"{text[:half]}\n{cut_note(cut)}\n{text[-half:]}"
+    return joined(text[:half], len(text) - 2 * half, text[-half:])
 
 
 def fenced(label: str, text: str) -> str:

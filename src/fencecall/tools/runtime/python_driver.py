@@ -1,30 +1,89 @@
 """The child side of the python tool: a persistent namespace driven over two pipes.
 
-Run as a script (stdlib only, so it starts fast): ``python_driver.py REQUEST_FD REPLY_FD``.
-Messages are JSON lines. Requests: ``exec`` (code), ``functions`` (names to stub), and the
-``return``/``raise`` answers to a stub's call. Replies: ``done`` (with the request id, the
-repr of a trailing expression, or a traceback) and ``call`` (a stub calling back into the
-parent). stdout and stderr are the files the parent gave, so output of child processes is
-captured too.
+Run as a script (stdlib only, so it starts fast):
+``python_driver.py REQUEST_FD REPLY_FD STOP_SIGNAL REPLY_LIMIT``. Messages are JSON lines;
+none this side sends is longer than REPLY_LIMIT bytes. Requests: ``exec`` (code, and how
+many characters of its result or traceback to keep), ``functions`` (names to stub), and the
+``return``/``raise`` answers to a stub's call. Replies: ``ready`` (the interpreter's pid,
+first), ``done`` (with the request id; the repr of a trailing expression or a traceback, each
+a string or, when cut, ``[head, characters cut, tail]``; and how many threads other than the
+main one run) and ``call`` (a stub calling back into the parent). stdout and stderr are the
+files the parent gave, so output of child processes is captured too.
+
+STOP_SIGNAL stops the code for good. Its handler raises KeyboardInterrupt, and from then until
+the exec returns, a trace function raises it again at every line of every frame but the
+driver's, and a profile function at every call. CPython drops a trace or profile function
+that raised, so each re-arms the other before it raises: code that catches the interrupt
+makes no further call (no output, no file, no process), and runs no further line unless it
+caught it twice over; what then loops without a call is killed by the parent, which repeats
+the signal (re-arming both) until the driver answers or its grace ends.
 """
 
+import _thread
 import ast
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 namespace: dict[str, Any] = {"__name__": "__main__"}
+_HOME = globals()
+_running = False
+"""Whether a block is being run: STOP_SIGNAL stops it only then."""
 
 
-def main(request_fd: int, reply_fd: int) -> None:
+def _foreign(frame: FrameType | None) -> bool:
+    """Whether ``frame`` runs the code or what it called, not the driver."""
+    return frame is not None and frame.f_globals is not _HOME
+
+
+def _arm(frame: FrameType | None) -> None:
+    """Profile every call, and trace every new frame and each one on the stack."""
+    sys.setprofile(_profile)
+    sys.settrace(_trace)
+    while frame is not None:
+        if _foreign(frame):
+            frame.f_trace = _trace
+        frame = frame.f_back
+
+
+def _trace(frame: FrameType, event: str, arg: object) -> Any:
+    where = frame.f_back if event == "call" else frame
+    if event in ("call", "line") and _foreign(where):
+        sys.setprofile(_profile)
+        raise KeyboardInterrupt
+    return _trace
+
+
+def _profile(frame: FrameType, event: str, arg: object) -> None:
+    where = frame.f_back if event == "call" else frame  # a C call's frame is the caller's
+    if event in ("call", "c_call") and _foreign(where):
+        _arm(frame)
+        raise KeyboardInterrupt
+
+
+def _on_stop(signum: int, frame: FrameType | None) -> None:
+    if _running:
+        _arm(frame)
+        if _foreign(frame):  # in the driver's own lines, the code's first line raises
+            raise KeyboardInterrupt
+
+
+def main(request_fd: int, reply_fd: int, stop_signal: int, reply_limit: int) -> None:
+    signal.signal(stop_signal, _on_stop)
     requests = os.fdopen(request_fd, "r", encoding="utf-8")
     replies = os.fdopen(reply_fd, "w", encoding="utf-8", buffering=1)
 
     def send(message: dict[str, Any]) -> None:
-        replies.write(json.dumps(message) + "\n")
+        line = json.dumps(message) + "\n"
+        if len(line) > reply_limit:  # ASCII: as many bytes as characters
+            raise ValueError(f"{len(line)} bytes as JSON, over the {reply_limit} the "
+                             "python tool takes")
+        replies.write(line)
 
     def receive() -> dict[str, Any]:
         line = requests.readline()
@@ -35,7 +94,10 @@ def main(request_fd: int, reply_fd: int) -> None:
 
     def make_stub(name: str) -> Callable[..., Any]:
         def stub(*args: Any, **kwargs: Any) -> Any:
-            send({"op": "call", "name": name, "args": args, "kwargs": kwargs})
+            try:
+                send({"op": "call", "name": name, "args": args, "kwargs": kwargs})
+            except ValueError as err:
+                raise ValueError(f"the arguments of {name}() are too large: {err}") from None
             answer = receive()
             if answer["op"] == "raise":
                 raise RuntimeError(answer["error"])
@@ -44,45 +106,77 @@ def main(request_fd: int, reply_fd: int) -> None:
         stub.__name__ = name
         return stub
 
+    send({"op": "ready", "pid": os.getpid()})
     while True:
-        try:
-            request = receive()
-            if request["op"] == "functions":
-                for name in request["names"]:
-                    namespace[name] = make_stub(name)
-                continue
-            result, error = run(request["code"])
-            sys.stdout.flush()
-            sys.stderr.flush()
-            send({"op": "done", "id": request["id"], "result": result, "error": error})
-        except KeyboardInterrupt:  # an interrupt that arrived between requests
+        request = receive()
+        if request["op"] == "functions":
+            for name in request["names"]:
+                namespace[name] = make_stub(name)
             continue
+        done = {"op": "done", "id": request["id"], **run(request["code"], request["limit"])}
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            send(done)
+        except ValueError as err:
+            send({**done, "result": None, "error": f"The result could not be sent: {err}."})
 
 
-def run(code: str) -> tuple[str | None, str | None]:
+def run(code: str, limit: int) -> dict[str, Any]:
+    """Run ``code``; the fields of its ``done`` reply, texts cut to ``limit`` characters."""
+    try:
+        result, error = execute(code), None
+    except BaseException as err:  # the model should see SystemExit and Ctrl-C too
+        result, error = None, _traceback(err)
+    return {"result": _cut(result, limit), "error": _cut(error, limit),
+            "threads": _thread._count()}
+
+
+def execute(code: str) -> str | None:
+    """Run ``code`` in the namespace, stoppable by STOP_SIGNAL from the moment it came; the
+    repr of its trailing expression (None when there is none, or it is None)."""
+    global _running
+    _running = True
     try:
         tree = ast.parse(code, "<input>", "exec")
         last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body[-1].value)
+        if tree.body and isinstance(trailing := tree.body[-1], ast.Expr):
             tree.body.pop()
+            last = compile(ast.Expression(trailing.value), "<input>", "eval")
         exec(compile(tree, "<input>", "exec"), namespace)
-        if last is not None:
-            value = eval(compile(last, "<input>", "eval"), namespace)
-            if value is not None:
-                namespace["_"] = value
-                return repr(value), None
-        return None, None
-    except BaseException as err:  # the model should see SystemExit and Ctrl-C too
-        frames = traceback.extract_tb(err.__traceback__)
-        keep = [i for i, f in enumerate(frames) if f.filename == "<input>"]
-        tb = err.__traceback__
-        for _ in range(keep[0] if keep else 0):
-            assert tb is not None
-            tb = tb.tb_next
-        lines = traceback.format_exception(type(err), err, tb if keep else None)
-        return None, "".join(lines)
+        value = None if last is None else eval(last, namespace)
+        if value is None:
+            return None
+        namespace["_"] = value
+        return repr(value)
+    finally:
+        _running = False
+        sys.settrace(None)
+        sys.setprofile(None)
+
+
+def _traceback(err: BaseException) -> str:
+    """The traceback of ``err`` from the code's first frame on, the driver's frames (its
+    stubs, its stop handlers) left out, in each exception it chains too."""
+    report = traceback.TracebackException.from_exception(err)
+    todo = [report]
+    while todo:
+        part = todo.pop()
+        frames = list(part.stack)
+        first = next((i for i, f in enumerate(frames) if f.filename == "<input>"), len(frames))
+        part.stack = traceback.StackSummary.from_list(
+            [f for f in frames[first:] if f.filename != __file__])
+        todo += [chained for chained in (part.__cause__, part.__context__) if chained]
+    return "".join(report.format())
+
+
+def _cut(text: str | None, limit: int) -> str | list[Any] | None:
+    """``text``, or ``[head, characters cut, tail]`` when it is longer than ``limit``."""
+    if text is None or len(text) <= limit:
+        return text
+    half = limit // 2
+    return [text[:half], len(text) - 2 * half, text[-half:]]
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    main(*map(int, sys.argv[1:5]))

@@ -1,9 +1,22 @@
 """The parent side of the python tool: a persistent interpreter in a subprocess.
 
-State lives in the child, so a crash or a hung extension cannot take fencecall down. On
-timeout the child gets SIGINT (a KeyboardInterrupt in the running code, which keeps the
-namespace); if it does not stop, it is killed and restarted, and the result says so.
+State lives in the child, so a crash or a hung extension cannot take fencecall down.
 Functions registered by tools are stubs in the child that call back into this process.
+
+A timeout, Ctrl-C or an output flood stops the whole block: the interpreter gets
+:data:`STOP_SIGNAL`, on which the driver raises KeyboardInterrupt and keeps raising it until
+the block returns (see ``python_driver``), so code that catches it makes no further call;
+every process below the interpreter is killed, and the signal is repeated until the driver
+answers. If it answers within a grace period and none of the code's threads runs on, the
+namespace is kept; otherwise the interpreter is killed and restarted, and the result says so.
+SIGINT is not used: ``os.system`` ignores it while its command runs. Every process the code starts
+stays below the process fencecall started, orphans too: unsandboxed, the interpreter runs
+under a reaper (which also kills them all when fencecall dies); sandboxed, under bwrap's init.
+
+What comes back is bounded. stdout and stderr are files whose size is watched while the code
+runs (past the disk limit the code is stopped) and which are read head and tail. A reply
+longer than :data:`REPLY_LIMIT`, or a line that is no message, means the code wrote to the
+reply pipe itself: the interpreter is restarted.
 
 With an enforced :class:`Sandbox` the interpreter runs inside bwrap and shares no folder with
 fencecall: it talks over two pipes, and its stdout and stderr are unnamed temporary files that
@@ -18,20 +31,20 @@ names in the model's imports.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Literal
 
+from . import capture
+from .output import DEFAULT_LIMIT, joined
 from .processes import (
     StartGate,
     kill_group,
@@ -40,10 +53,23 @@ from .processes import (
     sandboxed_pid,
     start_process,
 )
+from .reaper import _signal_all, kill_tree, reaped, tree
 from .sandbox import Sandbox, SandboxPolicy
+from .scratch import PREFIX
 
 DRIVER = Path(__file__).with_name("python_driver.py")
-_INTERRUPT_GRACE = 2.0
+STOP_SIGNAL = signal.SIGUSR2
+REPLY_LIMIT = 4 * 1024 * 1024
+"""Bytes of one message from the interpreter; the code cannot make fencecall hold more."""
+_GRACE = 2.0
+"""Seconds the code has to stop before the interpreter is killed."""
+_RESIGNAL_EVERY = 0.1
+_WATCH_EVERY = 0.25
+_KILL_FOR = 2.0
+_GONE = "its variables are gone"
+
+_Why = Literal["reply", "timeout", "overflow", "dead", "garbled"]
+_Reply = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,42 +80,59 @@ class PythonResult:
     error: str | None
     timed_out: bool = False
     restarted: str | None = None
+    overflowed: bool = False
+    """The code wrote more than the disk limit of output and was stopped."""
+    killed: int = 0
+    """Processes the code had started that its stop killed."""
 
 
 class PythonSession:
-    """One interpreter subprocess with a namespace that persists between :meth:`run` calls."""
+    """One interpreter subprocess with a namespace that persists between :meth:`run` calls.
+    Output is cut to ``output_limit`` characters (bytes for stdout and stderr), head and
+    tail; code that writes more than ``disk_limit`` bytes of it (default: the sandbox's
+    ``limits.output``) is stopped."""
 
     def __init__(self, cwd: Path, functions: Mapping[str, Callable[..., Any]] | None = None,
-                 env: Mapping[str, str] | None = None, sandbox: Sandbox | None = None):
+                 env: Mapping[str, str] | None = None, sandbox: Sandbox | None = None, *,
+                 output_limit: int = DEFAULT_LIMIT, disk_limit: int | None = None):
         self._cwd = cwd
         self._env = dict(env) if env is not None else None
         self._functions = dict(functions or {})
         self._sandbox = sandbox or Sandbox(SandboxPolicy.OFF)
-        self._out, self._err = _output_file(), _output_file()
+        self._output_limit = output_limit
+        self._disk_limit = self._sandbox.limits.output if disk_limit is None else disk_limit
+        self._out, self._err = capture.unnamed_file(), capture.unnamed_file()
         self._ids = itertools.count(1)
         self._proc: subprocess.Popen[bytes] | None = None
+        self._lost: str | None = None
+        """Why the interpreter was killed after a Ctrl-C, for the next result to say."""
         self._gate = StartGate("python session")
         self._start()
 
     def _start(self) -> None:
         self._proc = self._gate.start(self._spawn)
-        self._pending = b""
+        self._pending = bytearray()
         self._interpreter_pid: int | None = None
+        self._own: frozenset[int] = frozenset()
+        """The processes below ours that a stop spares: the interpreter, and bwrap's init."""
         if self._functions:
             self._send({"op": "functions", "names": sorted(self._functions)})
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         request_read, self._request_fd = os.pipe()
         self._reply_fd, reply_write = os.pipe()
-        argv = self._sandbox.command(
-            [sys.executable, "-P", "-u", str(DRIVER), str(request_read), str(reply_write)],
-            cwd=self._cwd)
+        command = [sys.executable, "-P", "-u", str(DRIVER), str(request_read),
+                   str(reply_write), str(int(STOP_SIGNAL)), str(REPLY_LIMIT)]
+        if self._sandbox.enforced:
+            argv = self._sandbox.command(command, cwd=self._cwd)
+        else:
+            argv = reaped(command, owner=f"{PREFIX}python-{os.getpid()}-{id(self):x}")
         try:
             return start_process(
                 argv, stdin=subprocess.DEVNULL,
                 stdout=self._out, stderr=self._err, cwd=self._cwd,
                 pass_fds=(request_read, reply_write, *self._sandbox.pass_fds),
-                start_new_session=True, env=self._env)
+                start_new_session=True, env=self._env, limits=self._sandbox.limits)
         finally:
             os.close(request_read)
             os.close(reply_write)
@@ -97,6 +140,9 @@ class PythonSession:
     def abort(self) -> None:
         """Kill the interpreter, from any thread, and never start it again: the code running
         ends, and later calls fail (a batch task's stop)."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            kill_tree(proc.pid)  # first: once the reaper is killed, its orphans go to init
         self._gate.abort()
 
     def alive(self) -> bool:
@@ -105,60 +151,115 @@ class PythonSession:
     def _send(self, message: dict[str, Any]) -> None:
         os.write(self._request_fd, (json.dumps(message) + "\n").encode())
 
-    def _receive(self, deadline: float) -> dict[str, Any] | None:
-        """The next reply, or None at the deadline or if the child died."""
-        while b"\n" not in self._pending:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            if readable(self._reply_fd, remaining):
-                chunk = os.read(self._reply_fd, 65536)
-                if not chunk:
-                    return None
-                self._pending += chunk
-        line, _, self._pending = self._pending.partition(b"\n")
-        reply: dict[str, Any] = json.loads(line)
-        return reply
-
     def run(self, code: str, timeout: float = 60.0) -> PythonResult:
-        restarted = None
-        if not self.alive():
-            restarted = "the previous interpreter had exited; its variables are gone"
-            self._restart()
+        """Run ``code``; stop it after ``timeout`` seconds. On Ctrl-C the code is stopped
+        too, and the KeyboardInterrupt goes on to the caller."""
+        restarted = self._revive()
         request_id = next(self._ids)
-        self._send({"op": "exec", "id": request_id, "code": code})
+        self._send({"op": "exec", "id": request_id, "code": code, "limit": self._output_limit})
         try:
-            reply = self._await(request_id, time.monotonic() + timeout)
-            timed_out = reply is None and self.alive()
-            if timed_out:
-                self._interrupt()
-                reply = self._await(request_id, time.monotonic() + _INTERRUPT_GRACE)
+            reply, why = self._await(request_id, time.monotonic() + timeout, watch=True)
+            killed = 0
+            if why in ("timeout", "overflow"):
+                reply, killed = self._halt(request_id)
         except KeyboardInterrupt:
-            self._interrupt()
-            self._await(request_id, time.monotonic() + _INTERRUPT_GRACE)
+            self._interrupted(request_id)
             raise
+        lost = self._why_lost(why, reply)
+        if lost is not None:
+            self._stop()
+            restarted = f"{lost}; {_GONE}"
         stdout, stderr = self._take_output()
-        if reply is None:
-            why = "it did not stop on timeout" if timed_out else "it exited"
-            self._restart()
-            return PythonResult(stdout, stderr, None, None, timed_out,
-                                f"{why}; its variables are gone")
-        return PythonResult(stdout, stderr, reply.get("result"), reply.get("error"), timed_out,
-                            restarted)
+        if lost is not None:
+            self._start()
+        reply = reply or {}
+        return PythonResult(stdout, stderr, _text(reply.get("result")),
+                            _text(reply.get("error")), why == "timeout", restarted,
+                            why == "overflow", killed)
 
-    def _await(self, request_id: int, deadline: float) -> dict[str, Any] | None:
-        while (reply := self._receive(deadline)) is not None:
-            if reply["op"] == "call":
-                self._answer(reply)
-            elif reply.get("id") == request_id:
-                return reply
+    def _revive(self) -> str | None:
+        """Start a new interpreter if the last one is gone; why, for the result."""
+        if self.alive():
+            return None
+        lost, self._lost = self._lost or "the previous interpreter had exited", None
+        self._restart()
+        return f"{lost}; {_GONE}"
+
+    @staticmethod
+    def _why_lost(why: _Why, reply: _Reply | None) -> str | None:
+        """Why the interpreter must be restarted after a run that ended for ``why``; None
+        when it can go on."""
+        if why == "garbled":
+            return ("something other than its messages came on its reply pipe (the code wrote "
+                    f"there, or more than {REPLY_LIMIT // 2**20} MiB at once)")
+        if why == "dead":
+            return "it exited"
+        if reply is None:
+            return f"it did not stop within {_GRACE:g} s"
+        if why != "reply" and reply.get("threads"):
+            return "threads the code started were still running"
         return None
 
-    def _answer(self, call: dict[str, Any]) -> None:
-        fn = self._functions.get(call["name"])
+    def _interrupted(self, request_id: int) -> None:
+        """Ctrl-C: stop the code as a timeout does, and drop its output. What cannot go on is
+        killed now (a second Ctrl-C while stopping, too) and restarted by the next run."""
+        lost: str | None = "Ctrl-C came again while it was being stopped"
+        try:
+            reply, _ = self._halt(request_id)
+            lost = self._why_lost("timeout", reply)
+        finally:
+            self._take_output()
+            if lost is not None:
+                self._lost = lost
+                self._stop()
+
+    def _await(self, request_id: int, deadline: float,
+               watch: bool = False) -> tuple[_Reply | None, _Why]:
+        """The ``done`` reply to ``request_id`` and "reply", or None and why not; the calls of
+        stubs are answered meanwhile. With ``watch``, the output files' size is checked."""
+        while True:
+            reply, why = self._receive(deadline, watch)
+            if reply is None:
+                return None, why
+            if reply.get("op") == "call":
+                self._answer(reply)
+            elif reply.get("op") == "ready":
+                self._learn(reply)
+            elif reply.get("op") == "done" and reply.get("id") == request_id:
+                return reply, "reply"
+
+    def _receive(self, deadline: float, watch: bool) -> tuple[_Reply | None, _Why]:
+        """The next message, or None and why there is none: the deadline passed, the output
+        grew past the disk limit (with ``watch``), the child died or wrote a line that is no
+        message (over :data:`REPLY_LIMIT` bytes, which are all that is ever held)."""
+        while (end := self._pending.find(b"\n")) == -1:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None, "timeout"
+            if watch and self._disk_limit and \
+                    capture.on_disk(self._out, self._err) >= self._disk_limit:
+                return None, "overflow"
+            if len(self._pending) > REPLY_LIMIT:
+                return None, "garbled"
+            if readable(self._reply_fd, min(remaining, _WATCH_EVERY)):
+                chunk = os.read(self._reply_fd,
+                                min(65536, REPLY_LIMIT + 1 - len(self._pending)))
+                if not chunk:
+                    return None, "dead"
+                self._pending += chunk
+        line = bytes(self._pending[:end])
+        del self._pending[: end + 1]
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            return None, "garbled"
+        return (reply, "reply") if isinstance(reply, dict) else (None, "garbled")
+
+    def _answer(self, call: _Reply) -> None:
+        fn = self._functions.get(call.get("name", ""))
         try:
             if fn is None:
-                raise NameError(f"no function {call['name']!r}")
+                raise NameError(f"no function {call.get('name')!r}")
             value = fn(*call.get("args", ()), **call.get("kwargs", {}))
         except Exception as err:
             self._send({"op": "raise", "error": f"{type(err).__name__}: {err}"})
@@ -169,27 +270,69 @@ class PythonSession:
             value = repr(value)
         self._send({"op": "return", "value": value})
 
-    def _interrupt(self) -> None:
-        pid = self._interpreter()
-        if pid is not None and self.alive():
-            with contextlib.suppress(ProcessLookupError):  # it may have died just now
-                os.kill(pid, signal.SIGINT)
+    def _learn(self, ready: _Reply) -> None:
+        """The interpreter's pid from its first message, unsandboxed (inside bwrap it is its
+        pid namespace's, not the host's: :meth:`_interpreter` finds that one)."""
+        pid = ready.get("pid")
+        if not self._sandbox.enforced and self._interpreter_pid is None and \
+                isinstance(pid, int):
+            self._interpreter_pid, self._own = pid, frozenset({pid})
 
     def _interpreter(self) -> int | None:
-        """The interpreter's pid: the process we started, or the one bwrap started (bwrap
-        passes no signals on)."""
-        if self._proc is None or not self._sandbox.enforced:
-            return None if self._proc is None else self._proc.pid
-        if self._interpreter_pid is None:
-            self._interpreter_pid = sandboxed_pid(self._proc.pid, live_processes())
+        """The interpreter's host pid, None while it is not known. Sandboxed, it is the one
+        bwrap's init started (bwrap passes no signals on), and the init is spared too."""
+        if self._interpreter_pid is None and self._proc is not None and self._sandbox.enforced:
+            table = live_processes()
+            pid = sandboxed_pid(self._proc.pid, table)
+            init = next((info.ppid for info in table if info.pid == pid), None)
+            if pid is not None and init is not None:
+                self._interpreter_pid, self._own = pid, frozenset({pid, init})
         return self._interpreter_pid
 
+    def _halt(self, request_id: int) -> tuple[_Reply | None, int]:
+        """Stop the running code: send :data:`STOP_SIGNAL` and kill every process the code
+        started, again every :data:`_RESIGNAL_EVERY` seconds until the driver answers or
+        the grace ends; (its reply or None, how many processes were killed)."""
+        killed: set[int] = set()
+        deadline = time.monotonic() + _GRACE
+        while (left := deadline - time.monotonic()) > 0:
+            pid = self._interpreter()
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):  # it may have died just now
+                    os.kill(pid, STOP_SIGNAL)
+                killed |= self._kill_processes()
+            reply, why = self._await(request_id, time.monotonic() + min(left, _RESIGNAL_EVERY))
+            if why == "reply":
+                end = time.monotonic() + _KILL_FOR  # those started before the stop took hold
+                while (more := self._kill_processes()) and time.monotonic() < end:
+                    killed |= more
+                    time.sleep(0.01)
+                return reply, len(killed)
+            if why != "timeout":
+                break
+        return None, len(killed)
+
+    def _kill_processes(self) -> set[int]:
+        """SIGKILL every live process the code started: all below the one we started (where
+        orphans are adopted) but the interpreter and bwrap's init; none while the interpreter
+        is not known. Each is stopped first, and the tree read again until no new one
+        appears, so that none reacts to another's death (a shell running the rest of its
+        line once its ``sleep`` is killed) or starts one more meanwhile."""
+        if self._proc is None or not self._own or self._proc.poll() is not None:
+            return set()
+        frozen: set[int] = set()
+        deadline = time.monotonic() + _KILL_FOR
+        while (more := set(tree(self._proc.pid)) - self._own - frozen) and \
+                time.monotonic() < deadline:
+            _signal_all(list(more), signal.SIGSTOP)
+            frozen |= more
+        _signal_all(list(frozen), signal.SIGKILL)
+        return frozen
+
     def _take_output(self) -> tuple[str, str]:
-        texts = []
-        for handle in (self._out, self._err):
-            handle.seek(0)
-            texts.append(handle.read().decode("utf-8", errors="replace"))
-            handle.truncate(0)
+        """What the code wrote since the last call, head and tail; the files are emptied."""
+        texts = [capture.head_and_tail(fd, self._output_limit) for fd in (self._out, self._err)]
+        capture.clear(self._out, self._err)
         return texts[0], texts[1]
 
     def _restart(self) -> None:
@@ -200,6 +343,8 @@ class PythonSession:
         proc = self._proc
         if proc is None:
             return
+        if proc.poll() is None:
+            kill_tree(proc.pid)  # first: once the reaper is killed, its orphans go to init
         kill_group(proc)
         os.close(self._request_fd)
         os.close(self._reply_fd)
@@ -207,14 +352,11 @@ class PythonSession:
 
     def close(self) -> None:
         self._stop()
-        self._out.close()
-        self._err.close()
+        capture.close(self._out, self._err)
 
 
-def _output_file() -> IO[bytes]:
-    """An unnamed file the child appends to: in append mode its writes land at the end even
-    after we read from the start and truncate it."""
-    handle = tempfile.TemporaryFile()  # noqa: SIM115 (open as long as the session)
-    flags = fcntl.fcntl(handle.fileno(), fcntl.F_GETFL)
-    fcntl.fcntl(handle.fileno(), fcntl.F_SETFL, flags | os.O_APPEND)
-    return handle
+def _text(value: object) -> str | None:
+    """A text from the driver: a string, or ``[head, characters cut, tail]``."""
+    if isinstance(value, list) and len(value) == 3 and isinstance(value[1], int):
+        return joined(str(value[0]), value[1], str(value[2]))
+    return value if isinstance(value, str) else None

@@ -1,0 +1,199 @@
+"""Stopping the python tool's code, with real interpreters, with and without the sandbox.
+
+A timeout, Ctrl-C or an output flood must stop the whole block: code that catches the
+KeyboardInterrupt must not run on, and no process, thread or file write the code started
+may outlive the stop. What comes back from the interpreter (its output files and the
+messages on its reply pipe) must stay bounded whatever the code writes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fencecall.tools.builtin.python import format_result
+from fencecall.tools.runtime.python_session import PythonResult, PythonSession
+from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy, sandbox_support
+
+from ..processes import running
+
+SUPPORT = sandbox_support()
+POLICIES = [
+    pytest.param(SandboxPolicy.OFF, id="unsandboxed"),
+    pytest.param(SandboxPolicy.WORKSPACE_WRITE, id="sandboxed", marks=pytest.mark.skipif(
+        not SUPPORT.available, reason=f"bubblewrap sandbox unavailable: {SUPPORT.reason}")),
+]
+
+CATCHES = """\
+import time
+try:
+    try:
+        time.sleep(10)
+    except BaseException:
+        open('inner.txt', 'w').write('T')
+except BaseException:
+    pass
+open('after.txt', 'w').write('T')
+"""
+"""Catches the interrupt twice over, then writes: none of the writes may happen."""
+
+SPAWNS = """\
+import os, subprocess, threading, time
+subprocess.Popen(['sh', '-c', 'sleep 1.5; touch popen.txt', '{marker}'])
+os.system("sh -c 'sleep 1.5; touch orphan.txt' {marker} &")
+def later():
+    time.sleep(1.5)
+    open('thread.txt', 'w').write('T')
+threading.Thread(target=later).start()
+try:
+    os.system("sleep 1.5; touch system.txt")
+except BaseException:
+    pass
+open('after.txt', 'w').write('T')
+"""
+"""Starts a child, an orphan (``&`` in a shell that exits), a thread, and a foreground
+command (``system()`` ignores SIGINT while it waits), then writes."""
+WRITES = ("popen.txt", "orphan.txt", "thread.txt", "system.txt", "after.txt")
+
+
+@pytest.fixture(params=POLICIES)
+def python(request: pytest.FixtureRequest, workspace: Path) -> Iterator[PythonSession]:
+    session = PythonSession(workspace, sandbox=Sandbox(request.param, (workspace,)))
+    yield session
+    session.close()
+
+
+def _nothing_ran_on(workspace: Path, names: tuple[str, ...], marker: str | None = None,
+                    wait: float = 0.0) -> None:
+    """Wait ``wait`` seconds (until what the code started would have written), then check
+    that nothing was written and no marked process runs."""
+    time.sleep(wait)
+    assert [name for name in names if (workspace / name).exists()] == []
+    if marker is not None:
+        assert running(marker) == []
+
+
+def test_a_timeout_stops_code_that_catches_the_interrupt(python: PythonSession,
+                                                         workspace: Path) -> None:
+    python.run("kept = 41")
+    started = time.monotonic()
+    result = python.run(CATCHES, timeout=0.5)
+    assert time.monotonic() - started < 4
+    assert result.timed_out and result.restarted is None, result
+    assert result.error is not None and "KeyboardInterrupt" in result.error
+    _nothing_ran_on(workspace, ("inner.txt", "after.txt"))
+    assert python.run("kept + 1").result == "42"  # it stopped in time: the namespace is kept
+
+
+def test_a_timeout_kills_every_process_and_thread_the_code_started(
+        python: PythonSession, workspace: Path) -> None:
+    marker = f"fencecall-stop-{os.getpid()}-{time.monotonic_ns()}"
+    result = python.run(SPAWNS.format(marker=marker), timeout=0.5)
+    assert result.timed_out and result.killed >= 2, result
+    assert result.restarted is not None and "thread" in result.restarted
+    _nothing_ran_on(workspace, WRITES, marker, wait=1.7)
+    assert python.run("1 + 1").result == "2"
+
+
+def test_ctrl_c_stops_the_code_and_its_processes_and_still_propagates(
+        python: PythonSession, workspace: Path) -> None:
+    python.run("kept = 41")
+    marker = f"fencecall-stop-{os.getpid()}-{time.monotonic_ns()}"
+    code = (f"import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 1.5; touch popen.txt',"
+            f" '{marker}'])\n{CATCHES}")
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        python.run(code, timeout=30)
+    timer.join()
+    _nothing_ran_on(workspace, ("popen.txt", "inner.txt", "after.txt"), marker, wait=1.7)
+    assert python.run("kept + 1").result == "42"
+
+
+def test_the_result_says_what_was_stopped() -> None:
+    stopped = PythonResult("", "", None, "KeyboardInterrupt", timed_out=True, killed=2)
+    text = format_result(stopped, 5)
+    assert ("Timed out after 5 s; the code was stopped (the rest of the block did not run) "
+            "and the 2 processes it started were killed.") in text
+    text = format_result(stopped, 5, time_limit=True)
+    assert "The run's time limit ended the code after 5 s; the code was stopped" in text
+    flooded = PythonResult("x", "", None, None, overflowed=True)
+    assert "wrote more than 64 MB of output; the code was stopped" in format_result(flooded, 5)
+
+
+FLOOD = """\
+import json, os, resource, sys, threading, time
+from pathlib import Path
+from fencecall.tools.runtime.python_session import PythonSession
+
+session = PythonSession(Path(sys.argv[1]))
+biggest = 0
+def watch():
+    global biggest
+    while True:
+        biggest = max(biggest, os.fstat(session._out).st_size)
+        time.sleep(0.002)
+threading.Thread(target=watch, daemon=True).start()
+started = time.monotonic()
+result = session.run(sys.argv[2], timeout=float(sys.argv[3]))
+print(json.dumps({"seconds": time.monotonic() - started, "biggest": biggest,
+                  "overflowed": getattr(result, "overflowed", False),
+                  "stdout": len(result.stdout), "result": len(result.result or ""),
+                  "restarted": result.restarted,
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+session.close()
+"""
+MIB = 1 << 20
+
+
+def _flood(workspace: Path, code: str, timeout: float) -> dict[str, object]:
+    """What fencecall's side saw of running ``code``, from a process of its own (so that its
+    peak memory is the session's alone)."""
+    done = subprocess.run([sys.executable, "-c", FLOOD, str(workspace), code, str(timeout)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report: dict[str, object] = json.loads(done.stdout)
+    return report
+
+
+def test_an_output_flood_is_stopped_and_read_head_and_tail(workspace: Path) -> None:
+    report = _flood(workspace, "import sys\nchunk = 'x' * (1 << 20)\n"
+                               "for _ in range(2048): sys.stdout.write(chunk)", timeout=60)
+    assert report["overflowed"] is True, report
+    # the size is watched every quarter second: at disk speed it overshoots the 64 MiB a bit
+    assert isinstance(report["biggest"], int) and 64 * MIB < report["biggest"] < 1024 * MIB
+    assert isinstance(report["stdout"], int) and report["stdout"] < 20_000
+    assert isinstance(report["rss"], int) and report["rss"] < 150 * MIB, report
+
+
+def test_a_flood_on_the_reply_pipe_restarts_the_interpreter(workspace: Path) -> None:
+    code = ("import os, sys, time\nchunk = b'x' * (1 << 20)\n"
+            "for _ in range(768): os.write(int(sys.argv[2]), chunk)\ntime.sleep(60)")
+    report = _flood(workspace, code, timeout=20)
+    assert isinstance(report["seconds"], float) and report["seconds"] < 10, report
+    assert isinstance(report["restarted"], str) and "reply" in report["restarted"]
+    assert isinstance(report["rss"], int) and report["rss"] < 150 * MIB, report
+
+
+def test_a_huge_result_is_cut_in_the_interpreter(python: PythonSession) -> None:
+    result = python.run("'x' * 50_000_000")
+    assert result.result is not None and len(result.result) < 20_000
+    assert result.result.startswith("'xxx") and result.result.endswith("xxx'")
+    assert "characters cut" in result.result
+
+
+def test_a_garbled_reply_restarts_the_interpreter(python: PythonSession) -> None:
+    python.run("kept = 1")
+    result = python.run("import os, sys\nos.write(int(sys.argv[2]), b'not json\\n')\n"
+                        "import time\ntime.sleep(30)", timeout=20)
+    assert result.restarted is not None and "reply" in result.restarted
+    assert python.run("1 + 1").result == "2"
