@@ -53,3 +53,41 @@ def test_a_signal_mid_call_kills_the_tools_and_cleans_up(signum: int, sandbox: s
         time.sleep(0.05)
     assert _sleepers(marker) == []
     assert _scratch() <= before
+
+
+@pytest.mark.parametrize("sandbox", ["workspace-write", "off"])
+def test_a_timeout_stops_the_rest_of_the_line_and_the_run_fails(sandbox: str,
+                                                                tmp_path: Path) -> None:
+    """``sleep 4; echo T > after`` under a 2 s timeout: the echo never runs (bash went on to
+    it before), and a one-shot run exits non-zero."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    reply = tmp_path / "reply.md"
+    reply.write_text(f"{F}shell 2\nsleep 4; echo T > after_timeout.txt\n{F}\n")
+    done = subprocess.run([sys.executable, "-m", "fencecall.cli.main", "run", "-y",
+                           "--sandbox", sandbox, "-w", str(workspace), str(reply)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "Timed out after 2 s" in done.stdout and "sleep 4" in done.stdout
+    time.sleep(3)
+    assert not (workspace / "after_timeout.txt").exists()
+
+
+@pytest.mark.parametrize("sandbox", ["workspace-write", "off"])
+def test_ctrl_c_stops_the_rest_of_the_line(sandbox: str, tmp_path: Path) -> None:
+    marker = f"3{len(sandbox)}.25"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    reply = tmp_path / "reply.md"
+    reply.write_text(f"{F}shell\nsleep {marker}; echo T > after_interrupt.txt\n{F}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "fencecall.cli.main", "run", "-y",
+                             "--sandbox", sandbox, "-w", str(workspace), str(reply)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not _sleepers(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sleepers(marker), "the command never started"
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=20) != 0
+    time.sleep(float(marker) + 0.5)
+    assert not (workspace / "after_interrupt.txt").exists()

@@ -139,8 +139,9 @@ def test_an_unconfirmed_run_has_no_network_even_with_network_on(
 
 def _hostile_repository(workspace: Path, port: int) -> None:
     """A checkout whose .git/config runs a program from every read-only git command."""
-    run = lambda *args: subprocess.run(["git", "-C", str(workspace), *args], check=True,  # noqa: E731
-                                       capture_output=True)
+    def run(*args: str) -> None:
+        subprocess.run(["git", "-C", str(workspace), *args], check=True, capture_output=True)
+
     run("init", "-q")
     (workspace / "f.txt").write_text("a\n")
     (workspace / ".gitattributes").write_text("f.txt filter=evil diff=evil\n")

@@ -24,12 +24,12 @@ from ..secrecy import Redactor, tool_environment
 from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, TextFiles, Toolchain
 from ..tools.events import SESSION_END, SESSION_START, SessionEvent
 from ..tools.runtime.jobs import JobManager, JobView
+from ..tools.runtime.limits import sweep_groups_once
 from ..tools.runtime.netns import SharedNetwork
 from ..tools.runtime.output import DEFAULT_LIMIT as DEFAULT_OUTPUT_LIMIT
 from ..tools.runtime.reaper import sweep_once
 from ..tools.runtime.sandbox import Sandbox, SandboxPolicy, choose_sandbox, share_network
 from ..tools.runtime.scratch import make_scratch, remove_stale_once
-from ..tools.runtime.shell_session import DISK_LIMIT
 
 if TYPE_CHECKING:
     from ..tools.mcp.servers import McpServers
@@ -51,7 +51,8 @@ class Session:
     :meth:`resource` are closed by :meth:`close`, and so are ``mcp_servers`` (the MCP
     servers whose tools the toolchain holds) when given. A shell command still running after
     ``background_after`` seconds (None: never) goes on as one of at most ``max_jobs``
-    background :attr:`jobs`, which end with the session.
+    background :attr:`jobs`, which end with the session. What each tool process may take is
+    the sandbox's ``limits`` (see :class:`~fencecall.tools.runtime.limits.ResourceLimits`).
     """
 
     def __init__(self, toolchain: Toolchain, *, workspace: Path | str | None = None,
@@ -64,6 +65,7 @@ class Session:
                  background_after: float | None = 15.0, max_jobs: int = 8):
         remove_stale_once()
         sweep_once()
+        sweep_groups_once()
         self.toolchain = toolchain
         self._workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self._roots = (self._workspace, *(Path(r).resolve() for r in extra_roots))
@@ -161,7 +163,8 @@ class Session:
     def jobs(self) -> JobManager:
         """The background jobs of the conversation (made on first use)."""
         return self.resource("jobs", lambda: JobManager(
-            self._jobs_folder, output_limit=self._output_limit, disk_limit=DISK_LIMIT,
+            self._jobs_folder, output_limit=self._output_limit,
+            disk_limit=self._sandbox.limits.output,
             max_jobs=self._max_jobs, background_after=self._background_after))
 
     def keep_jobs_in(self, folder: Path) -> None:

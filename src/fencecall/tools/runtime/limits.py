@@ -226,3 +226,9 @@ def sweep_groups() -> list[Path]:
                     _remove_group(folder)
                     removed.append(folder)
     return removed
+
+
+@functools.cache
+def sweep_groups_once() -> None:
+    """:func:`sweep_groups`, once per process (at the first session)."""
+    sweep_groups()

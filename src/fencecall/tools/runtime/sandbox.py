@@ -257,17 +257,20 @@ def _outermost(roots: Sequence[Path]) -> list[Path]:
 
 
 def choose_sandbox(policy: SandboxPolicy | str, writable: Sequence[Path], *,
-                   network: bool = False) -> tuple[Sandbox, str | None]:
+                   network: bool = False,
+                   limits: ResourceLimits | None = None) -> tuple[Sandbox, str | None]:
     """The sandbox to use and a warning to show once: where bwrap is missing or cannot create
-    its namespaces, commands run unsandboxed (OFF), never silently."""
+    its namespaces, commands run unsandboxed (OFF), never silently. ``limits`` hold with or
+    without it (default: :class:`ResourceLimits`' own)."""
     chosen = SandboxPolicy(policy)
     roots = tuple(Path(path).resolve() for path in writable)
+    limits = limits or ResourceLimits()
     if chosen is SandboxPolicy.OFF:
-        return Sandbox(chosen, roots, network), None
+        return Sandbox(chosen, roots, network, limits=limits), None
     support = sandbox_support()
     if support.available:
-        return Sandbox(chosen, roots, network), None
-    return Sandbox(SandboxPolicy.OFF, roots, network), (
+        return Sandbox(chosen, roots, network, limits=limits), None
+    return Sandbox(SandboxPolicy.OFF, roots, network, limits=limits), (
         f"The {chosen} sandbox is not available, so shell and python commands run WITHOUT "
         f"operating-system protection: {support.reason}")
 

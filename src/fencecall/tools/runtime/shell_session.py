@@ -529,6 +529,7 @@ class ShellSession:
         else:
             reason = "the command was stopped"
         self._stop(bash)
+        self._start()  # now: a session aborted meanwhile refuses it (SessionAborted)
         restarted = (f"{reason}; its working directory and exported variables are as before "
                      "the command, functions and other variables are gone")
         stopped = why in ("timeout", "overflow")
