@@ -73,23 +73,44 @@ and becomes the program, so every process the program starts is in them."""
 _PREFIX = "fencecall-"
 
 
+ADDRESS_SPACE_FACTOR = 2
+"""Without a memory group, each process may reserve this many times ``memory`` of address
+space: JVMs and V8 reserve far more than they use, and a build must not fail for it."""
+
+
 def limited(argv: Sequence[str], limits: ResourceLimits, group: Cgroup | None) -> list[str]:
     """``argv`` started under ``limits``: in ``group`` (made for it) when given, with the
-    rlimits set by prlimit (when util-linux has it)."""
+    rlimits set by prlimit (when util-linux has it). What the group holds is not set again
+    as an rlimit: ``RLIMIT_NPROC`` counts every process of the user, not the sandbox's, so
+    without a group it is set to what the user runs now plus ``processes`` (and not at all
+    for root, whom the kernel exempts)."""
     command = list(argv)
     if _PRLIMIT is not None:
         flags = []
         if limits.file_size:
             flags.append(f"--fsize={limits.file_size}")
-        if limits.processes:
-            flags.append(f"--nproc={limits.processes}")
+        if limits.processes and (group is None or not group.limits_processes) and os.getuid():
+            flags.append(f"--nproc={_user_tasks() + limits.processes}")
         if limits.memory and (group is None or not group.limits_memory):
-            flags.append(f"--as={limits.memory}")
+            flags.append(f"--as={limits.memory * ADDRESS_SPACE_FACTOR}")
         if flags:
             command = [_PRLIMIT, *flags, "--", *command]
     if group is not None and group.procs:
         command = [_SH, "-c", _JOIN, "sh", *map(str, group.procs), "--", *command]
     return command
+
+
+def _user_tasks() -> int:
+    """Processes and threads of this user now (what ``RLIMIT_NPROC`` counts)."""
+    uid, count = os.getuid(), 0
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                with contextlib.suppress(OSError):
+                    info = os.stat(f"/proc/{name}/task")
+                    if info.st_uid == uid:
+                        count += info.st_nlink - 2
+    return count
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +126,9 @@ class Cgroup:
     Removed once empty: each new group tidies the empty ones fencecall made before, and the
     rest go at exit."""
 
-    def __init__(self, folders: list[Path], limits_memory: bool):
+    def __init__(self, folders: list[Path], limits_processes: bool, limits_memory: bool):
         self.folders = folders
+        self.limits_processes = limits_processes
         self.limits_memory = limits_memory
 
     @property
@@ -119,7 +141,7 @@ class Cgroup:
         _tidy()
         name = f"{_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
         folders: list[Path] = []
-        limits_memory = False
+        limited_by: set[str] = set()
         for controller, value in (("pids", limits.processes), ("memory", limits.memory)):
             found = _controllers().get(controller)
             if not value or found is None:
@@ -134,8 +156,8 @@ class Cgroup:
                 if folder not in folders and folder.is_dir():
                     folders.append(folder)
                     _made.append(folder)
-            limits_memory |= controller == "memory"
-        return cls(folders, limits_memory) if folders else None
+            limited_by.add(controller)
+        return cls(folders, "pids" in limited_by, "memory" in limited_by) if folders else None
 
 
 _made: list[Path] = []
