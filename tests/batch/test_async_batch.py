@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 
+from fencecall.accounting.tokens import BpeCounter
 from fencecall.batch import BatchOptions, TaskResult, run_batch
 from fencecall.batch.progress import BatchProgress
 from fencecall.config import Config, load_config
 from fencecall.message import Outcome
 from fencecall.providers import GateStats
+from fencecall.tools.runtime.shell_session import ShellResult, ShellSession
 from tests.fakeserver import FakeModelServer, Reply
 
 from .conftest import Script, env_for, task
@@ -122,12 +124,21 @@ def test_a_task_stuck_in_a_tool_is_left_and_the_batch_still_ends(
     def never_killed(resource: object) -> None:  # the kill does not reach the command
         stuck.set()
 
+    def stuck_in(shell: ShellSession, command: str, timeout: float = 60.0,
+                 **options: object) -> ShellResult:
+        if command != "sleep 4.5":
+            return ShellResult("fine\n", "", 0)
+        time.sleep(4.5)  # not even the shell's own timeout ends it
+        return ShellResult("", "", 0)
+
     monkeypatch.setattr(runner, "_kill", never_killed)
+    monkeypatch.setattr(ShellSession, "run", stuck_in)
+    BpeCounter.knows("warm")  # the tokenizer library loads in 0.7 s, not in the task's time
     script.shell_then_answer("stuck", "sleep 4.5")
     script.shell_then_answer("fine", "echo fine")
     options = dataclasses.replace(options, grace=0.5)
     started = time.monotonic()
-    results = {r.id: r for r in run_batch([task("stuck", timeout=1.0), task("fine")],
+    results = {r.id: r for r in run_batch([task("stuck", timeout=2.0), task("fine")],
                                           options)}
     assert time.monotonic() - started < 4.0
     assert results["fine"].status == "done"

@@ -8,8 +8,10 @@ from __future__ import annotations
 import contextlib
 import http.server
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -293,3 +295,111 @@ def test_the_read_only_sandbox_writes_nothing_on_the_host(workspace: Path,
         shell.run(f"head -c 10M /dev/zero > {target}")
     assert _host_bytes(scratch) < 64 * 1024  # the scripts fencecall wrote, no more
     assert not any(workspace.iterdir())
+
+
+# -- the hostile review's second round -----------------------------------------------------
+
+@pytest.mark.parametrize("command", [
+    "git grep --open-files-in-pager='sh -c id' x", "git grep --op=vim x", "git grep -iOvim x",
+    "sort -S 64K --compress-program=bash notes.txt", "sort --co=bash notes.txt",
+    "rg --pre cat x", "git remote -v update", "git --bare log -p", "git -C .. status",
+    "git show --submodule=diff", "git status --ignore-submodules=none",
+    "git diff --recurse-submodules", "git log --ext-diff -p"])
+def test_commands_that_run_programs_are_not_read_only(command: str) -> None:
+    from fencecall.tools.runtime.shell_policy import is_read_only
+
+    assert not is_read_only(command)
+
+
+@pytest.mark.parametrize("command", ["git status", "git diff HEAD~1 --stat", "git log -p -3",
+                                     "git --no-pager log --oneline", "git remote -v",
+                                     "git grep -n TODO", "sort -k2 notes.txt", "rg TODO"])
+def test_ordinary_reads_stay_read_only(command: str) -> None:
+    from fencecall.tools.runtime.shell_policy import is_read_only
+
+    assert is_read_only(command)
+
+
+@needs_bwrap
+def test_an_unconfirmed_run_reaches_no_unix_socket_and_reserves_no_disk(
+        workspace: Path, shells: list[ShellSession], tmp_path: Path) -> None:
+    import socket
+
+    folder = Path(tempfile.mkdtemp(prefix="fencecall-socket-", dir="/var/tmp"))
+    daemon = socket.socket(socket.AF_UNIX)
+    daemon.bind(str(folder / "daemon.sock"))
+    daemon.listen(1)
+    daemon.settimeout(0.5)
+    try:
+        shell = _shell(shells, workspace, SandboxPolicy.WORKSPACE_WRITE)
+        result = shell.run(f"python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+                           f"s.connect('{folder}/daemon.sock')\"", read_only=True)
+        assert result.exit_code != 0 and "Permission denied" in result.stderr
+        with pytest.raises(TimeoutError):
+            daemon.accept()
+        with _Sizes() as sizes:
+            result = shell.run("fallocate -n -l 4G /dev/fd/1; fallocate -l 4G $TMPDIR/x; "
+                               "echo x > /dev/x", read_only=True)
+        assert result.stderr.count("Operation not permitted") == 2
+        assert "Read-only file system" in result.stderr
+        assert sizes.peak < 64 * MiB
+        assert "fine" in shell.run("echo fine", read_only=True).stdout
+    finally:
+        daemon.close()
+        shutil.rmtree(folder)
+
+
+def _git(workspace: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(workspace), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "-c", "protocol.file.allow=always", *args], check=True, capture_output=True)
+
+
+@needs_bwrap
+def test_exported_git_variables_and_submodules_do_not_defeat_the_guard(
+        workspace: Path, shells: list[ShellSession], tmp_path: Path) -> None:
+    evil = tmp_path / "evil.sh"
+    evil.write_text("echo PWNED-$1 >&2\ncat\n")
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    _git(inner, "init", "-q")
+    (inner / "s.txt").write_text("one\n")
+    (inner / ".gitattributes").write_text("s.txt filter=f diff=f\n")
+    _git(inner, "add", ".")
+    _git(inner, "commit", "-qm", "inner")
+    _git(workspace, "init", "-q")
+    (workspace / "a.txt").write_text("a\n")
+    (workspace / ".gitattributes").write_text("a.txt diff=t\n")
+    _git(workspace, "submodule", "add", "-q", str(inner), "sub")
+    _git(workspace, "add", ".")
+    _git(workspace, "commit", "-qm", "outer")
+    _git(workspace / "sub", "config", "filter.f.clean", f"sh {evil} clean")
+    _git(workspace / "sub", "config", "diff.f.command", f"sh {evil} command")
+    _git(workspace, "config", "diff.t.textconv", f"sh {evil} textconv")
+    _git(workspace, "config", "diff.submodule", "diff")
+    with (workspace / ".gitmodules").open("a") as modules:
+        modules.write("\tignore = none\n")
+    (workspace / "sub" / "s.txt").write_text("two\n")
+    os.utime(workspace / "sub" / "s.txt", (1e9, 1e9))
+    (workspace / "a.txt").write_text("b\n")
+    shell = _shell(shells, workspace, SandboxPolicy.WORKSPACE_WRITE)
+    shell.run("export GIT_CONFIG=/dev/null GIT_EXTERNAL_DIFF='sh -c \"echo PWNED-env >&2\"'")
+    for command in ("git status", "git show", "git log -p -1", "git diff",
+                    "git show --textconv HEAD:a.txt"):
+        result = shell.run(command, read_only=True)
+        assert "PWNED" not in result.stdout + result.stderr, command
+    plain = shell.run("git diff --stat", read_only=True)
+    assert plain.exit_code == 0 and "a.txt" in plain.stdout  # no false alarm on plain diffs
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_no_handler_runs_after_a_stop(policy: SandboxPolicy, workspace: Path,
+                                      shells: list[ShellSession]) -> None:
+    shell = _shell(shells, workspace, policy)
+    (workspace / "h.py").write_text(
+        "import os, signal, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: (open('after', 'w').write('x'), os._exit(0)))\n"
+        "time.sleep(30)\n")
+    result = shell.run("python3 h.py", timeout=1)
+    assert result.timed_out
+    time.sleep(0.5)
+    assert not (workspace / "after").exists()

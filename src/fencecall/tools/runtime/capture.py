@@ -33,12 +33,17 @@ def unnamed_file() -> int:
             os.close(fd)
 
 
-def holding(text: str) -> int:
-    """An unnamed file holding ``text`` (a script or a state), its offset at the start."""
+def holding(content: str | bytes) -> int:
+    """A read-only descriptor of an unnamed file holding ``content`` (a script, a state, a
+    filter), at its start: the process it is passed to can read it, not grow it."""
     fd = unnamed_file()
-    os.write(fd, text.encode("utf-8", errors="surrogateescape"))
-    os.lseek(fd, 0, os.SEEK_SET)
-    return fd
+    try:
+        data = content.encode("utf-8", errors="surrogateescape") \
+            if isinstance(content, str) else content
+        os.write(fd, data)
+        return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(fd)
 
 
 def clear(*fds: int) -> None:

@@ -287,6 +287,21 @@ def _start_time(pid: int) -> bytes | None:
     return fields[19]
 
 
+def freeze_and_kill(root: int, spare: frozenset[int] = frozenset(),
+                    within: float = _KILL_FOR) -> set[int]:
+    """SIGKILL every process below ``root`` but ``spare``; returns them. Each is stopped
+    first (SIGSTOP, which no handler catches) and the tree read again until no new one
+    appears, so that none runs a handler or reacts to another's death (a shell running the
+    rest of its line once its ``sleep`` is killed, a SIGTERM handler) meanwhile."""
+    frozen: set[int] = set()
+    deadline = time.monotonic() + within
+    while (more := set(tree(root)) - spare - frozen) and time.monotonic() < deadline:
+        _signal_all(list(more), signal.SIGSTOP)
+        frozen |= more
+    _signal_all(list(frozen), signal.SIGKILL)
+    return frozen
+
+
 def _signal_all(pids: Sequence[int], signum: signal.Signals) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):

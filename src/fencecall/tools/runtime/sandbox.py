@@ -200,11 +200,13 @@ class Sandbox:
                        limits=self.limits.unconfirmed())
 
     def command(self, argv: Sequence[str], *, scratch: Sequence[Path] = (),
-                inputs: Sequence[Path] = (), cwd: Path | None = None) -> list[str]:
+                inputs: Sequence[Path] = (), cwd: Path | None = None,
+                seccomp: int | None = None) -> list[str]:
         """``argv`` wrapped in bwrap (unchanged when OFF), behind nsenter when it joins a
         shared network (start it with :attr:`pass_fds` then). ``scratch`` folders stay
         writable under every policy; ``inputs`` are visible, read-only (the session's own
-        command files)."""
+        command files). ``seccomp`` is a descriptor of a compiled filter to load (see
+        :mod:`.seccomp`; pass it to the process too)."""
         if not self.enforced:
             return list(argv)
         bwrap = _probe()[1] or _Bwrap("bwrap", _ISOLATION)
@@ -218,6 +220,10 @@ class Sandbox:
         if self.tmp is not None and self.policy is SandboxPolicy.READ_ONLY:
             # only now: bwrap had to create mount points for the binds below /tmp there
             args += ["--remount-ro", "/tmp"]
+        # /dev is a tmpfs bwrap makes with no size: read-only once /dev/shm is mounted in it
+        args += ["--remount-ro", "/dev"]
+        if seccomp is not None:
+            args += ["--seccomp", str(seccomp)]
         if cwd is not None:
             args += ["--chdir", str(cwd.resolve())]
         return [*args, "--", *argv]

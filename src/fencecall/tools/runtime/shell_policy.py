@@ -12,15 +12,17 @@ READ_ONLY_COMMANDS = frozenset({
 })
 READ_ONLY_GIT = frozenset({"status", "log", "diff", "show", "branch", "ls-files", "rev-parse",
                            "blame", "describe", "remote", "shortlog", "grep"})
-_READ_ONLY_REMOTE = frozenset({"-v", "--verbose", "get-url"})
-"""``git remote`` alone lists names; ``show``, ``update`` and ``prune`` ask the server."""
-_GIT_ELSEWHERE = ("-c", "-C", "--exec", "--git-dir", "--work-tree", "--namespace",
-                  "--config-env", "--super-prefix")
-"""git's own options (before the subcommand) that make it run programs or read another
-repository's settings (the guard of unconfirmed runs lists the drivers of the working
-directory's repository only)."""
-_GIT_RUNS = ("-O", "--open-files-in-pager")
-"""``git grep`` options that run a program."""
+_GIT_GLOBAL = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs",
+                         "--no-replace-objects"})
+"""The only options of git's own (before the subcommand) a read-only call may give: the
+others read another repository (``-C``, ``--git-dir``, ``--bare``), set what runs (``-c``,
+``--exec-path``, ``--config-env``) or change what counts as the repository."""
+_GIT_RUNS = (("--open-files-in-pager", 4), ("--ext-diff", 4), ("--recurse-submodules", 4),
+             ("--ignore-submodules", 4))
+"""Subcommand options (with the shortest abbreviation git takes) that run a program or go
+into a submodule under its own settings."""
+_OTHERS_RUN = {"sort": (("--compress-program", 4),), "rg": (("--pre", 5),)}
+"""Options of read-only commands that run a program of the caller's choosing."""
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint",
                            "-fprint0", "-fprintf", "-fls"})
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&"})
@@ -51,6 +53,9 @@ def _read_only(words: list[str]) -> bool:
         return False
     if any(arg in _WRITE_OPTIONS or arg.startswith("--output=") for arg in args):
         return False
+    if any(_abbreviates(arg, option, shortest) for arg in args
+           for option, shortest in _OTHERS_RUN.get(name, ())):
+        return False
     if name == "find":
         return not any(arg in _FIND_ACTIONS for arg in args)
     if name == "git":
@@ -58,14 +63,30 @@ def _read_only(words: list[str]) -> bool:
     return True
 
 
+def _abbreviates(arg: str, option: str, shortest: int) -> bool:
+    """Whether ``arg`` is ``option`` or an abbreviation of it at least ``shortest`` long
+    (GNU and git take any unambiguous prefix of a long option), with or without a value."""
+    given = arg.split("=", 1)[0]
+    return len(given) >= min(shortest, len(option)) and option.startswith(given)
+
+
 def _read_only_git(args: list[str]) -> bool:
     at = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
     if at is None or args[at] not in READ_ONLY_GIT or \
-            any(a.startswith(_GIT_ELSEWHERE) for a in args[:at]) or \
-            any(a.startswith(_GIT_RUNS) for a in args[at:]):
+            any(a not in _GIT_GLOBAL for a in args[:at]):
         return False
+    rest = args[at + 1:]
+    if any(_abbreviates(a, option, shortest) for a in rest for option, shortest in _GIT_RUNS):
+        return False
+    if any(a.startswith("--submodule=") and a != "--submodule=short" for a in rest):
+        return False
+    if args[at] == "grep" and any(a.startswith("-") and not a.startswith("--") and "O" in a
+                                  for a in rest):
+        return False  # -O, alone or in a bundle (-iO): open the matches in a program
     if args[at] == "remote":
-        return all(a in _READ_ONLY_REMOTE for a in args[at + 1:at + 2])
+        while rest[:1] in (["-v"], ["--verbose"]):
+            rest = rest[1:]
+        return not rest or rest[0] == "get-url"
     return True
 
 

@@ -58,9 +58,10 @@ from .processes import (
     sandboxed_pid,
     start_process,
 )
-from .reaper import kill_tree, reaped, tree
+from .reaper import freeze_and_kill, kill_tree, reaped, tree
 from .sandbox import Sandbox, SandboxPolicy
 from .scratch import make_scratch
+from .seccomp import unconfirmed_filter
 
 _KILL_GRACE = 0.5
 DISK_LIMIT = ResourceLimits().output
@@ -285,6 +286,12 @@ class _Bash:
                 os.kill(self._bash, signal.SIGKILL)
         elif self.proc.returncode is None:  # bash not found below: the whole tree
             kill_tree(self.proc.pid)
+
+    def freeze_and_kill(self) -> None:
+        """SIGKILL every process below bash with no warning (no handler of theirs runs)."""
+        self.children()  # finds bash's pid and bwrap's init
+        spare = (self._own or frozenset()) - {self._bash}
+        freeze_and_kill(self.proc.pid, frozenset(spare))
 
     def kill_children(self) -> None:
         """TERM every process below bash, then KILL what is left."""
@@ -557,7 +564,7 @@ class ShellSession:
         working directory and exported variables from before this command."""
         state = bash.files.state_text()
         bash.kill_bash()
-        bash.kill_children()
+        bash.freeze_and_kill()
         bash.close()
         if self._bash is bash:
             self._bash = None
@@ -621,14 +628,17 @@ class ShellSession:
         state = self._state_text()
         out, err = capture.unnamed_file(), capture.unnamed_file()
         inputs = (capture.holding(state or ""), capture.holding(command + "\n"))
+        program = unconfirmed_filter()
+        seccomp = capture.holding(program) if program is not None else None
         argv = sandbox.command([_BASH, "--noprofile", "--norc", "-c", _ONE_SHOT, "bash",
-                                *map(str, inputs)], cwd=self._cwd)
+                                *map(str, inputs)], cwd=self._cwd, seccomp=seccomp)
         kept = False
         try:
             proc = self._gate.start(lambda: start_process(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=self._cwd,
                 start_new_session=True, env={} if state else self._environment(),
-                pass_fds=(*sandbox.pass_fds, *inputs), limits=sandbox.limits))
+                pass_fds=(*sandbox.pass_fds, *inputs, *([seccomp] if seccomp else [])),
+                limits=sandbox.limits))
             first = timeout if background_after is None else background_after
             why = self._watch(proc, (out, err), first)
             if why == "timeout" and background_after is not None:
@@ -654,6 +664,7 @@ class ShellSession:
                 kill_group(proc)
             raise
         finally:
+            capture.close(seccomp)  # bwrap read it at its start
             if not kept:
                 capture.close(out, err, *inputs)
 
