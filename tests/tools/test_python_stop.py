@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.tools.builtin.python import format_result
-from fencecall.tools.runtime.python_session import PythonResult, PythonSession
+from fencecall.tools.runtime.python_session import STOP_SIGNAL, PythonResult, PythonSession
 from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy, sandbox_support
 
 from ..processes import running
@@ -197,3 +197,89 @@ def test_a_garbled_reply_restarts_the_interpreter(python: PythonSession) -> None
                         "import time\ntime.sleep(30)", timeout=20)
     assert result.restarted is not None and "reply" in result.restarted
     assert python.run("1 + 1").result == "2"
+
+
+TICKS = """\
+import signal, time
+def tick(*_):
+    open('ticks.txt', 'a').write('t')
+for signum in (signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF):
+    signal.signal(signum, tick)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGWINCH})
+signal.alarm(100)
+signal.setitimer(signal.ITIMER_VIRTUAL, 50, 50)
+signal.setitimer(signal.ITIMER_PROF, 50, 50)
+signal.setitimer(signal.ITIMER_REAL, 0.1, 0.1)
+time.sleep(100)
+"""
+"""Sets every interval timer, with handlers that write, changes two more signals, then sleeps."""
+SIGNAL_STATE = """\
+import signal
+([signal.getitimer(w) for w in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)],
+ signal.alarm(0),
+ [signal.getsignal(s).name for s in (signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF,
+                                     signal.SIGTERM)],
+ signal.SIGWINCH in signal.pthread_sigmask(signal.SIG_BLOCK, ()))
+"""
+CLEAN = ("([(0.0, 0.0), (0.0, 0.0), (0.0, 0.0)], 0, ['SIG_DFL', 'SIG_DFL', 'SIG_DFL', "
+         "'SIG_DFL'], False)")
+
+
+def _ticks(workspace: Path) -> int:
+    """How many times the code's signal handler ran."""
+    path = workspace / "ticks.txt"
+    return len(path.read_text()) if path.exists() else 0
+
+
+def test_a_stop_cancels_the_codes_timers_and_restores_its_signals(
+        python: PythonSession, workspace: Path) -> None:
+    """A timer's handler is code of the block too: it must not tick on after the stop, nor
+    may the handlers and mask the block changed outlive it; the namespace is kept."""
+    python.run("kept = 41")
+    result = python.run(TICKS, timeout=0.5)
+    assert result.timed_out and result.restarted is None, result
+    ticks = _ticks(workspace)
+    assert ticks >= 2  # the handler ran while the code did
+    time.sleep(0.5)
+    assert _ticks(workspace) == ticks  # and nothing of it after the stop
+    assert python.run(SIGNAL_STATE).result == CLEAN
+    assert python.run("kept + 1").result == "42"
+
+
+def test_a_timer_set_on_purpose_outlives_a_block_that_ended(python: PythonSession,
+                                                            workspace: Path) -> None:
+    """The cleanup is for stopped blocks only: a timer the model sets to use later is legal."""
+    python.run(TICKS.replace("time.sleep(100)", "None"))
+    time.sleep(0.35)
+    assert _ticks(workspace) >= 2  # only a stop cleans up: the next block may rely on it
+    python.run("signal.setitimer(signal.ITIMER_REAL, 0)")
+
+
+DEFIANCES = [
+    pytest.param(f"signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.{STOP_SIGNAL.name}}})",
+                 "blocked", id="blocks"),
+    pytest.param(f"signal.signal(signal.{STOP_SIGNAL.name}, signal.SIG_IGN)", "ignored",
+                 id="ignores"),
+    pytest.param(f"signal.signal(signal.{STOP_SIGNAL.name}, lambda *_: None)", "not taken",
+                 id="replaces"),
+]
+
+
+@pytest.mark.parametrize(("defiance", "said"), DEFIANCES)
+def test_code_that_defies_the_stop_signal_is_frozen_at_once(
+        python: PythonSession, workspace: Path, defiance: str, said: str) -> None:
+    """Code that keeps the driver's stop handler from running must not get the grace to run
+    on in: with no acknowledgement it is frozen and killed, and the result says why."""
+    python.run("kept = 41")
+    code = (f"import signal, time\n{defiance}\n"
+            "while True:\n    open('defied.txt', 'a').write('.')\n    time.sleep(0.01)")
+    started = time.monotonic()
+    result = python.run(code, timeout=0.5)
+    assert time.monotonic() - started < 1.3, result  # not the whole grace
+    assert result.timed_out and result.restarted is not None, result
+    assert said in result.restarted and "variables are gone" in result.restarted
+    written = (workspace / "defied.txt").stat().st_size
+    time.sleep(0.2)
+    assert (workspace / "defied.txt").stat().st_size == written
+    assert python.run("'kept' in globals()").result == "False"

@@ -9,6 +9,12 @@ the block returns (see ``python_driver``), so code that catches it makes no furt
 every process below the interpreter is killed, and the signal is repeated until the driver
 answers. If it answers within a grace period and none of the code's threads runs on, the
 namespace is kept; otherwise the interpreter is killed and restarted, and the result says so.
+The driver's handler acknowledges the signal at once; code that blocked or ignored it, or put
+its own handler in its place, sends no acknowledgement, so unless one comes within
+:data:`_ACK_WITHIN` (or if the signal is seen ignored, or blocked once acknowledged), the
+interpreter is frozen (SIGSTOP) there and then, and killed and restarted: such code gets no
+grace to run on in. Code stuck that long in a call that does not return to Python loses its
+variables that way too, as it would at the end of the grace.
 SIGINT is not used: ``os.system`` ignores it while its command runs. Every process the code starts
 stays below the process fencecall started, orphans too: unsandboxed, the interpreter runs
 under a reaper (which also kills them all when fencecall dies); sandboxed, under bwrap's init.
@@ -53,7 +59,7 @@ from .processes import (
     sandboxed_pid,
     start_process,
 )
-from .reaper import _signal_all, kill_tree, reaped, tree
+from .reaper import freeze_and_kill, kill_tree, reaped
 from .sandbox import Sandbox, SandboxPolicy
 from .scratch import PREFIX
 
@@ -63,6 +69,9 @@ REPLY_LIMIT = 4 * 1024 * 1024
 """Bytes of one message from the interpreter; the code cannot make fencecall hold more."""
 _GRACE = 2.0
 """Seconds the code has to stop before the interpreter is killed."""
+_ACK_WITHIN = 0.1
+"""Seconds the driver's stop handler has to acknowledge the signal before the interpreter is
+frozen and killed: without it, the handler did not run, and the code runs on unchecked."""
 _RESIGNAL_EVERY = 0.1
 _WATCH_EVERY = 0.25
 _KILL_FOR = 2.0
@@ -112,6 +121,8 @@ class PythonSession:
     def _start(self) -> None:
         self._proc = self._gate.start(self._spawn)
         self._pending = bytearray()
+        self._acked = False
+        """Whether the driver's stop handler acknowledged the stop under way."""
         self._interpreter_pid: int | None = None
         self._own: frozenset[int] = frozenset()
         """The processes below ours that a stop spares: the interpreter, and bwrap's init."""
@@ -159,13 +170,13 @@ class PythonSession:
         self._send({"op": "exec", "id": request_id, "code": code, "limit": self._output_limit})
         try:
             reply, why = self._await(request_id, time.monotonic() + timeout, watch=True)
-            killed = 0
+            killed, refused = 0, None
             if why in ("timeout", "overflow"):
-                reply, killed = self._halt(request_id)
+                reply, killed, refused = self._halt(request_id)
         except KeyboardInterrupt:
             self._interrupted(request_id)
             raise
-        lost = self._why_lost(why, reply)
+        lost = refused or self._why_lost(why, reply)
         if lost is not None:
             self._stop()
             restarted = f"{lost}; {_GONE}"
@@ -205,8 +216,8 @@ class PythonSession:
         killed now (a second Ctrl-C while stopping, too) and restarted by the next run."""
         lost: str | None = "Ctrl-C came again while it was being stopped"
         try:
-            reply, _ = self._halt(request_id)
-            lost = self._why_lost("timeout", reply)
+            reply, _, refused = self._halt(request_id)
+            lost = refused or self._why_lost("timeout", reply)
         finally:
             self._take_output()
             if lost is not None:
@@ -225,6 +236,8 @@ class PythonSession:
                 self._answer(reply)
             elif reply.get("op") == "ready":
                 self._learn(reply)
+            elif reply.get("op") == "stopping" and reply.get("id") == request_id:
+                self._acked = True
             elif reply.get("op") == "done" and reply.get("id") == request_id:
                 return reply, "reply"
 
@@ -289,28 +302,59 @@ class PythonSession:
                 self._interpreter_pid, self._own = pid, frozenset({pid, init})
         return self._interpreter_pid
 
-    def _halt(self, request_id: int) -> tuple[_Reply | None, int]:
+    def _halt(self, request_id: int) -> tuple[_Reply | None, int, str | None]:
         """Stop the running code: send :data:`STOP_SIGNAL` and kill every process the code
         started, again every :data:`_RESIGNAL_EVERY` seconds until the driver answers or
-        the grace ends; (its reply or None, how many processes were killed)."""
+        the grace ends; (its reply or None, how many processes were killed, and why the
+        interpreter was frozen instead, when its code refused the signal: see
+        :meth:`_refused`)."""
         killed: set[int] = set()
+        self._acked = False
         deadline = time.monotonic() + _GRACE
+        ack_by: float | None = None
         while (left := deadline - time.monotonic()) > 0:
             pid = self._interpreter()
             if pid is not None:
                 with contextlib.suppress(ProcessLookupError):  # it may have died just now
                     os.kill(pid, STOP_SIGNAL)
                 killed |= self._kill_processes()
+                ack_by = ack_by or time.monotonic() + _ACK_WITHIN  # once its children died
+                if (refused := self._refused(pid, ack_by)) is not None:
+                    return None, len(killed | self._freeze(pid)), refused
             reply, why = self._await(request_id, time.monotonic() + min(left, _RESIGNAL_EVERY))
             if why == "reply":
                 end = time.monotonic() + _KILL_FOR  # those started before the stop took hold
                 while (more := self._kill_processes()) and time.monotonic() < end:
                     killed |= more
                     time.sleep(0.01)
-                return reply, len(killed)
+                return reply, len(killed), None
             if why != "timeout":
                 break
-        return None, len(killed)
+        return None, len(killed), None
+
+    def _refused(self, pid: int, ack_by: float) -> str | None:
+        """Why the interpreter ``pid`` is to be frozen now rather than given the grace, None
+        while it may be stopping: its code ignores the stop signal; or its handler did not
+        acknowledge it by ``ack_by`` (blocked, or replaced, or the code is stuck in a call
+        that does not return to Python); or it is blocked although acknowledged (an
+        acknowledgement the code wrote itself: after a real one, the code makes no call)."""
+        held = _signal_held(pid)
+        if held == "ignored" or (held is not None and self._acked):
+            return f"the code {held} the signal that stops it"
+        if self._acked or time.monotonic() < ack_by:
+            return None
+        if held is not None:
+            return f"the code {held} the signal that stops it"
+        return (f"the signal that stops the code was not taken within {_ACK_WITHIN:g} s: the "
+                "code replaced its handler, or was stuck in a call")
+
+    def _freeze(self, pid: int) -> set[int]:
+        """Freeze the interpreter ``pid`` (SIGSTOP, which no code can block: its host pid,
+        never bwrap's init), so that it runs no further until it is killed and restarted,
+        and kill what it started; the processes killed."""
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
+        return self._kill_processes()
 
     def _kill_processes(self) -> set[int]:
         """SIGKILL every live process the code started: all below the one we started (where
@@ -320,14 +364,7 @@ class PythonSession:
         line once its ``sleep`` is killed) or starts one more meanwhile."""
         if self._proc is None or not self._own or self._proc.poll() is not None:
             return set()
-        frozen: set[int] = set()
-        deadline = time.monotonic() + _KILL_FOR
-        while (more := set(tree(self._proc.pid)) - self._own - frozen) and \
-                time.monotonic() < deadline:
-            _signal_all(list(more), signal.SIGSTOP)
-            frozen |= more
-        _signal_all(list(frozen), signal.SIGKILL)
-        return frozen
+        return freeze_and_kill(self._proc.pid, self._own)
 
     def _take_output(self) -> tuple[str, str]:
         """What the code wrote since the last call, head and tail; the files are emptied."""
@@ -353,6 +390,26 @@ class PythonSession:
     def close(self) -> None:
         self._stop()
         capture.close(self._out, self._err)
+
+
+def _signal_held(pid: int) -> Literal["ignored", "had blocked"] | None:
+    """Whether the process ``pid`` ignores :data:`STOP_SIGNAL`, or its main thread (the one the
+    signal goes to, and which runs Python's handlers) blocks it, from ``/proc``; None when it
+    does neither or it cannot be told."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    masks = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+    bit = 1 << (int(STOP_SIGNAL) - 1)
+    try:
+        if int(masks.get("SigIgn", "0"), 16) & bit:
+            return "ignored"
+        if int(masks.get("SigBlk", "0"), 16) & bit:
+            return "had blocked"
+    except ValueError:
+        return None
+    return None
 
 
 def _text(value: object) -> str | None:
