@@ -148,11 +148,11 @@ def test_read_only_binds_roots_read_only_and_has_no_network(tmp_path: Path) -> N
 def test_a_given_tmp_folder_is_made_read_only_after_the_binds_below_it(tmp_path: Path) -> None:
     box = Sandbox(SandboxPolicy.WORKSPACE_WRITE, (Path("/tmp/ws"),), tmp=tmp_path)
     writable = " ".join(box.command(["true"], scratch=[Path("/tmp/scratch")]))
-    assert f"--bind {tmp_path} /tmp" in writable and "--remount-ro" not in writable
+    assert f"--bind {tmp_path} /tmp" in writable and "--remount-ro /tmp" not in writable
     read_only = box.read_only().command(["true"], scratch=[Path("/tmp/scratch")])
     joined = " ".join(read_only)
     assert joined.index(f"--bind {tmp_path} /tmp") < joined.index("--bind /tmp/scratch")
-    assert joined.index("--ro-bind-try /tmp/ws") < joined.index("--remount-ro /tmp --")
+    assert joined.index("--ro-bind-try /tmp/ws") < joined.index("--remount-ro /tmp ")
 
 
 def test_a_root_of_slash_cannot_bring_back_the_hosts_proc() -> None:

@@ -155,28 +155,35 @@ class Cgroup:
             finally:
                 if folder not in folders and folder.is_dir():
                     folders.append(folder)
-                    _made.append(folder)
+                    _made[folder] = time.monotonic()
             limited_by.add(controller)
         return cls(folders, "pids" in limited_by, "memory" in limited_by) if folders else None
 
 
-_made: list[Path] = []
-"""The groups this process made that may still exist."""
+_made: dict[Path, float] = {}
+"""The groups this process made that may still exist, with when they were made."""
+_JOINED_WITHIN = 10.0
+"""Seconds after which a new group's process has surely joined it: an empty group younger
+than that may be one whose process is still on its way in (removing it would fail the
+start)."""
 
 
-def _tidy() -> None:
+def _tidy(*, everything: bool = False) -> None:
     """Remove the groups fencecall made whose processes have all ended."""
-    for folder in list(_made):
+    now = time.monotonic()
+    for folder, made in list(_made.items()):
+        if not everything and now - made < _JOINED_WITHIN:
+            continue
         try:
             folder.rmdir()
         except FileNotFoundError:
             pass
         except OSError:  # still in use
             continue
-        _made.remove(folder)
+        del _made[folder]
 
 
-atexit.register(_tidy)
+atexit.register(_tidy, everything=True)
 
 
 def _remove_group(folder: Path) -> None:

@@ -51,6 +51,7 @@ from .limits import ResourceLimits
 from .output import cut_note
 from .paths import host_program
 from .processes import (
+    SessionAborted,
     StartGate,
     kill_group,
     live_processes,
@@ -158,6 +159,7 @@ class _Capture:
 
     def __init__(self) -> None:
         self.out, self.err, self.state = (capture.unnamed_file() for _ in range(3))
+        self._closed = False
 
     @property
     def fds(self) -> tuple[int, int, int]:
@@ -171,7 +173,10 @@ class _Capture:
         return None if data is None else data.decode("utf-8", errors="surrogateescape")
 
     def close(self) -> None:
-        capture.close(*self.fds)
+        """Close the files, once (a number closed twice may be another file's by then)."""
+        if not self._closed:
+            self._closed = True
+            capture.close(*self.fds)
 
 
 class _Bash:
@@ -400,6 +405,7 @@ class ShellSession:
         self._restore: Path | None = None
         """The state a stopped or retired bash left, which the next bash starts from."""
         self._gate = StartGate("shell")
+        self._closed = False
         self._start()
 
     def _environment(self) -> dict[str, str]:
@@ -410,6 +416,8 @@ class ShellSession:
         return env
 
     def _start(self) -> None:
+        if self._closed:
+            raise SessionAborted("the shell was closed; nothing runs in it again")
         command = [_BASH, "--noprofile", "--norc"]
         if self._sandbox.enforced:
             argv = self._sandbox.command(command, inputs=[self._dir], cwd=self._cwd)
@@ -718,17 +726,19 @@ class ShellSession:
         return capture.head_and_tail(fd, self._output_limit)
 
     def _restart(self) -> None:
-        if self._bash is not None:
-            self._bash.kill_children()
-            self._bash.close()
+        bash, self._bash = self._bash, None
+        if bash is not None:
+            bash.kill_children()
+            bash.close()
         self._start()
 
     def close(self) -> None:
         """Stop bash and everything it started; remove the scratch folder."""
-        if self._bash is not None:
-            self._bash.kill_children()
-            self._bash.close()
-            self._bash = None
+        self._closed = True  # a command ending in another thread starts no bash after this
+        bash, self._bash = self._bash, None  # and a stop there may clear it too
+        if bash is not None:
+            bash.kill_children()
+            bash.close()
         shutil.rmtree(self._dir, ignore_errors=True)
         if self._own_tmp is not None:
             shutil.rmtree(self._own_tmp, ignore_errors=True)
