@@ -5,10 +5,15 @@ A tool result carries its call's :class:`CallRecord`, a model's reply its :class
 keeps them in the message's ``metadata`` object under the keys it always used (see
 :mod:`fencecall.agent.conversation`); in memory they are fields, so no layer reads another's
 string keys. ``metadata`` holds only what a tool or hook adds of its own.
+
+Text from outside (a model's reply, a tool's result) is made encodable where it comes in
+(:class:`Unencodable`, :func:`safe_text`), so no message holds what UTF-8 cannot.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -186,3 +191,70 @@ def system(content: str, status: Status | None = None, *, tool: str | None = Non
     """A system message, the form every tool result and error takes."""
     return Message("system", content, metadata=metadata, tool=tool, status=status,
                    exit_code=exit_code, ending=ending)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+"""A JSON escape of a surrogate (``\\ud83d``): of a pair, or of a lone one."""
+_NAMED = 5
+"""How many of the replaced characters a note names (the rest it counts)."""
+
+
+@dataclass(slots=True)
+class Unencodable:
+    """Takes lone surrogates out of text where it comes in: a JSON ``"\\ud800"`` from a model,
+    a tool or an MCP server decodes to one, and no UTF-8 holds it, so a message keeping it
+    could not be logged, sent or shown, and would end the session. Each becomes U+FFFD
+    (:meth:`clean`, as many pieces of one text as it takes), and :meth:`note` says which
+    code points were there, for the text the model and the user read."""
+
+    replaced: list[int] = field(default_factory=list)
+
+    def clean(self, text: str) -> str:
+        """``text`` with each lone surrogate replaced by U+FFFD (remembered for the note)."""
+        if _LONE_SURROGATE.search(text) is None:
+            return text
+        self.replaced += map(ord, _LONE_SURROGATE.findall(text))
+        return _LONE_SURROGATE.sub("\ufffd", text)
+
+    def clean_json(self, text: str) -> str:
+        """JSON ``text`` (a native call's arguments) that decodes to no lone surrogate: one
+        with surrogate escapes is decoded, cleaned and written again (pairs come back as the
+        characters they make); text that is not JSON is only :meth:`clean`-ed."""
+        if SURROGATE_ESCAPE.search(text) is None:
+            return self.clean(text)
+        try:
+            value = json.loads(text, strict=False)
+        except ValueError:
+            return self.clean(text)
+        return json.dumps(self._clean_value(value), ensure_ascii=False)
+
+    def _clean_value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.clean(value)
+        if isinstance(value, list):
+            return [self._clean_value(item) for item in value]
+        if isinstance(value, dict):
+            return {self.clean(key): self._clean_value(item) for key, item in value.items()}
+        return value
+
+    def note(self) -> str | None:
+        """``[1 character that could not be encoded (U+D800) was replaced with U+FFFD]``,
+        or None when nothing was."""
+        count = len(self.replaced)
+        if not count:
+            return None
+        codes = list(dict.fromkeys(f"U+{code:04X}" for code in self.replaced))
+        named = ", ".join(codes[:_NAMED]) + (", …" if len(codes) > _NAMED else "")
+        return (f"[{count} character{'s' * (count > 1)} that could not be encoded ({named}) "
+                f"{'were' if count > 1 else 'was'} replaced with U+FFFD]")
+
+
+def safe_text(text: str) -> str:
+    """``text`` that can be encoded: its lone surrogates replaced by U+FFFD and, on a line
+    after it, the note saying which were (see :class:`Unencodable`); ``text`` itself when it
+    holds none."""
+    unencodable = Unencodable()
+    cleaned = unencodable.clean(text)
+    note = unencodable.note()
+    return cleaned if note is None else f"{cleaned}\n{note}"

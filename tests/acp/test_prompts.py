@@ -6,6 +6,9 @@ from pathlib import Path
 
 import acp
 
+from fencecall.acp.updates import title_of
+from fencecall.parsing import ToolCall
+
 from ..fakeserver import FakeModelServer, Reply
 from .conftest import Editor, editor_session, run
 
@@ -94,3 +97,34 @@ def test_control_characters_are_shown_not_sent(tmp_path: Path, workspace: Path) 
     text = asked.content[0].content.text
     assert "\x1b" not in text and "\x08" not in text and "\u202e" not in text
     assert "echo safe␛[2Krm -rf ~ <U+202E>␈" in text
+
+
+def test_a_long_command_title_says_where_it_was_cut(tmp_path: Path, workspace: Path) -> None:
+    """The title shows the first line: cut, it ends in "…"; with more lines, it counts them."""
+    first = "echo " + "x" * 200
+    editor = Editor(answer="reject-once")
+    replies = [Reply(f"{F}shell\n{first}\ncd build\n\nmake\n{F}\n"), Reply("Ok.")]
+    with FakeModelServer(replies) as server:
+        run(_prompt(tmp_path, workspace, server.openai_url, "build", editor))
+    title = editor.updates("tool_call")[0].title
+    assert title == f"Run {first[:119]}… (+2 lines)"
+
+
+def test_other_titles_say_where_they_were_cut() -> None:
+    path = "deep/" * 50 + "notes.txt"
+    assert title_of("save", ToolCall("save", kwargs={"path": path})) == f"Write {path[:199]}…"
+    assert title_of("shell", ToolCall("shell", content="ls\npwd")) == "Run ls (+1 line)"
+    assert title_of("shell", ToolCall("shell", content="ls\n")) == "Run ls"
+    assert title_of("mcp.x", ToolCall("mcp.x", argline="a" * 300)).endswith("a…")
+
+
+def test_a_reply_holding_a_lone_surrogate_ends_the_turn(tmp_path: Path,
+                                                        workspace: Path) -> None:
+    """JSON's "\\ud800" in a reply used to fail the prompt with -32603 (the log could not
+    be written): the editor gets the reply, the character replaced and said."""
+    editor = Editor()
+    with FakeModelServer([Reply("Odd \ud800 reply.")]) as server:
+        stop = run(_prompt(tmp_path, workspace, server.openai_url, "hi", editor))
+    assert stop == "end_turn"
+    assert editor.said() == ("Odd \ufffd reply.\n[1 character that could not be encoded "
+                             "(U+D800) was replaced with U+FFFD]")

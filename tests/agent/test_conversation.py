@@ -146,3 +146,17 @@ def test_records_this_code_could_not_have_written_are_skipped_with_a_note(
     conversation = Conversation.open(tmp_path, "edited")
     assert [m.content for m in conversation.messages] == ["hi", "hi"]
     assert len(conversation.notes) == len(bad)
+
+
+def test_text_utf8_cannot_hold_is_logged_exactly(tmp_path: Path) -> None:
+    """A lone surrogate (JSON's "\\ud800" decodes to one) must not make the log writer fail
+    and end the session: the line is written with JSON's escapes and reads back as it was."""
+    conversation = Conversation.create(tmp_path, "odd")
+    conversation.append(Message("user", "plain é"))
+    conversation.append(Message("system", "a\ud800b", metadata={"raw": "\udcff"}))
+    conversation.close()
+    lines = log_of(conversation).read_bytes().decode("utf-8").splitlines()  # valid UTF-8
+    assert "é" in lines[0] and "\\ud800" in lines[1]  # readable where it can be
+    reloaded = Conversation.open(tmp_path, "odd")
+    assert [m.content for m in reloaded.messages] == ["plain é", "a\ud800b"]
+    assert reloaded.messages[1].metadata == {"raw": "\udcff"} and reloaded.notes == []

@@ -246,6 +246,37 @@ def test_a_configuration_file_inside_the_workspace_is_refused(tmp_path: Path,
     config.write_text('model = "local/m"\n')
     result = fencecall(tmp_path, "", "hi", "-w", str(workspace), cwd=tmp_path, env=env)
     assert result.returncode == 2
-    assert (f"the configuration folder {config.parent} is inside the workspace {workspace}"
+    assert (f"the configuration file {config} is inside the workspace {workspace}"
             in result.stderr)
-    assert "set FENCECALL_CONFIG to a folder outside it" in result.stderr
+    assert "set FENCECALL_CONFIG to a file outside it" in result.stderr
+
+
+def test_a_configuration_file_linked_into_the_workspace_is_refused(
+        tmp_path: Path, workspace: Path) -> None:
+    """Real paths are compared: the file a FENCECALL_CONFIG link leads to is what is run
+    with, and the model could write it; the error names that file."""
+    (workspace / "config.toml").write_text('model = "local/m"\n')
+    link = tmp_path / "fencecall.toml"
+    link.symlink_to(workspace / "config.toml")
+    env = cli_env(tmp_path, "http://127.0.0.1:9/v1") | {"FENCECALL_CONFIG": str(link)}
+    result = fencecall(tmp_path, "", "hi", "-w", str(workspace), cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    assert (f"the configuration file {workspace / 'config.toml'} is inside the workspace "
+            f"{workspace}" in result.stderr)
+
+
+@pytest.mark.parametrize("where", ["beside the file", "below the file's folder"])
+def test_a_workspace_under_the_configuration_files_folder_runs(tmp_path: Path,
+                                                                where: str) -> None:
+    """FENCECALL_CONFIG=~/fencecall.toml must not block every project under ~: what the model
+    must not write is the file, not the folder it is in."""
+    config = tmp_path / "fencecall.toml"
+    config.write_text('model = "local/m"\n')
+    workspace = tmp_path / ("project" if where == "beside the file" else "code/deep/project")
+    with FakeModelServer([Reply("Hello.")]) as server:
+        env = cli_env(tmp_path, server.openai_url) | {"FENCECALL_CONFIG": str(config)}
+        result = fencecall(tmp_path, server.openai_url, "hi", "-w", str(workspace),
+                           cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "Hello." in result.stdout
+    assert len(server.requests) == 1

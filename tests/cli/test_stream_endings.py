@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ..fakeserver import FakeModelServer, Reply
-from .conftest import CLI, cli_env, log_of
+from .conftest import CLI, claude_env, log_of
 
 F = "```"
 
@@ -18,7 +18,7 @@ def test_a_stream_that_breaks_off_is_asked_for_again(provider: str, fencecall: C
                                                      tmp_path: Path) -> None:
     with FakeModelServer([Reply("The answer is forty", cut_after=3),
                           Reply("The answer is 42.")]) as server:
-        env = _env(tmp_path, server, provider)
+        env = claude_env(tmp_path, server)
         result = fencecall("--model", f"{provider}/m", "--name", "b", "--retries", "1",
                            "ask", base_url=server.openai_url, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -89,9 +89,3 @@ def test_bad_numbers_are_errors(flag: list[str], fencecall: CLI) -> None:
     assert result.returncode == 2
     assert flag[0] in result.stderr
 
-
-def _env(tmp_path: Path, server: FakeModelServer, provider: str) -> dict[str, str]:
-    config = tmp_path / "config" / "fencecall" / "config.toml"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(f'[providers.claude]\nkind = "anthropic"\nbase_url = "{server.base_url}"\n')
-    return cli_env(tmp_path, server.openai_url)

@@ -7,12 +7,13 @@ keeps its own counter, so two clients of two processes never share state.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import sys
 import time
 from typing import Any
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.types import ToolAnnotations
 
 PNG = base64.b64decode(
@@ -89,6 +90,18 @@ def garbage() -> str:
     """Write lines that are not JSON-RPC onto the protocol pipe itself, then answer."""
     os.write(_wire_fd(), b"this is not json\n{broken\n")
     return "answered after garbage"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True), structured_output=False)
+def half_emoji(ctx: Context) -> str:
+    """Answer as a server in JavaScript does with an emoji cut in two: its first half, a lone
+    surrogate, written as JSON's "\\ud83d". This SDK cannot write one, so the answer goes
+    onto the protocol pipe by hand; the SDK's own, after it, answers a call already answered."""
+    answer = {"jsonrpc": "2.0", "id": ctx.request_context.request_id, "result": {
+        "content": [{"type": "text", "text": "cut \ud83d here"}], "isError": False,
+        "resultType": "complete"}}
+    os.write(_wire_fd(), (json.dumps(answer) + "\n").encode())
+    return "the SDK's own answer"
 
 
 @server.tool(structured_output=False)

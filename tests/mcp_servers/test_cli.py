@@ -62,7 +62,7 @@ def test_tools_command_lists_sources_and_reasons(fencecall: CLI) -> None:
     assert "not in the tool allowlist" in rows["save"]
     assert "mcp server flaky" in rows["flaky.echo"] and "read-only" in rows["flaky.echo"]
     assert "not in the tool allowlist" in rows["flaky.add"]
-    assert "11 tools (listed from the server)" in result.stdout
+    assert "12 tools (listed from the server)" in result.stdout
 
 
 def test_config_declares_servers_and_their_secrets(tmp_path: Path) -> None:

@@ -81,6 +81,17 @@ def test_results_keep_their_structure(servers: McpServers, workspace: Path) -> N
         assert status == Status.ERROR and text.startswith("flaky.fail reported an error:")
 
 
+def test_a_result_holding_a_lone_surrogate_comes_through(servers: McpServers,
+                                                        workspace: Path) -> None:
+    """The SDK's JSON reader refuses a line with a lone surrogate escape, so the answer was
+    lost and the call waited out its timeout: it is read, and its text made safe."""
+    with session_with(servers, workspace) as session:
+        [(status, text)] = _run(session, "```flaky.half_emoji\n```\n")
+    assert status is None
+    assert text == ("cut \ufffd here\n[1 character that could not be encoded (U+D83D) was "
+                    "replaced with U+FFFD]")
+
+
 def test_a_linked_files_folder_is_not_followed(servers: McpServers, workspace: Path,
                                                tmp_path: Path) -> None:
     outside = tmp_path / "outside"

@@ -21,7 +21,7 @@ import acp
 from acp.schema import ToolCallLocation, ToolKind
 
 from ..agent import AgentEvent, CallsFound, ReplyDone, ReplyText, Retrying, StepLimit, ToolResult
-from ..cli.visible import visible
+from ..cli.visible import clipped, one_line, visible
 from ..execution import Session, resolve
 from ..message import Message
 from ..parsing import ToolCall
@@ -39,6 +39,10 @@ KINDS: dict[str, ToolKind] = {"shell": "execute", "ipython": "execute", "python"
                               "read": "read"}
 """The ACP kind of each built-in tool; any other (jobs, MCP tools…) is ``other``."""
 _VERBS = {"save": "Write", "append": "Append to", "patch": "Patch", "read": "Read"}
+COMMAND_WIDTH = 120
+"""Characters of a command's first line its title shows."""
+TITLE_WIDTH = 200
+"""Characters of any other title (a file tool's paths, a tool and its arguments)."""
 MAX_SHOWN = 200_000
 """Characters of a file an edit's diff shows, before and after (a larger file: no diff)."""
 
@@ -55,16 +59,18 @@ class _Call:
 
 
 def title_of(tool: str, call: ToolCall) -> str:
-    """What the call does, in a line: the command, the file, else the tool and its line."""
+    """What the call does, in a line: the command, the file, else the tool and its line. A
+    title that could not hold all of it says so: "…" where it was cut, "(+N lines)" where
+    more lines of a command follow (the whole call is the raw input)."""
     if KINDS.get(tool) == "execute":
-        command = next((line.strip() for line in call.content.splitlines() if line.strip()),
-                       "")
-        return f"Run {command[:120]}" if command else f"Run {tool}"
+        command = one_line(call.content, COMMAND_WIDTH)
+        return f"Run {command}" if command else f"Run {tool}"
     path = call.kwargs.get("path") if call.kwargs else None
     where = str(path) if path else (call.argline or call.content.strip().replace("\n", ", "))
     if tool in _VERBS:
-        return f"{_VERBS[tool]} {where[:200]}"
-    return " ".join(filter(None, (tool, call.argline or str(dict(call.kwargs) or ""))))[:200]
+        return f"{_VERBS[tool]} {clipped(where, TITLE_WIDTH)}"
+    return clipped(" ".join(filter(None, (tool, call.argline or str(dict(call.kwargs) or "")))),
+                   TITLE_WIDTH)
 
 
 def raw_input_of(call: ToolCall) -> dict[str, Any]:

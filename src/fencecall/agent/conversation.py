@@ -166,7 +166,7 @@ class Conversation:
     def _write(self, record: dict[str, Any]) -> None:
         if self.folder is None or self.path is None:  # in memory: the state is all there is
             return
-        line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+        line = log_line(record)
         if self._fd is None:
             private_folder(self.folder)
             self._set_aside_torn_line()
@@ -236,6 +236,18 @@ class Conversation:
             finally:
                 os.close(self._fd)
                 self._fd = None
+
+
+def log_line(record: dict[str, Any]) -> bytes:
+    """``record`` as one line of a log: UTF-8 JSON, readable as it is. What UTF-8 cannot hold
+    (a lone surrogate, which entry points replace, but a log writer must not trust that:
+    failing here would end the session) is written with JSON's ASCII escapes instead
+    (``\\ud800``), so the line can always be written and reads back exactly."""
+    text = json.dumps(record, ensure_ascii=False)
+    try:
+        return (text + "\n").encode()
+    except UnicodeEncodeError:
+        return (json.dumps(record) + "\n").encode()
 
 
 def private_folder(folder: Path) -> None:

@@ -20,6 +20,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from ..agent.conversation import log_line
 from ..errors import UserError
 from ..message import Outcome
 
@@ -177,7 +178,7 @@ class ResultFile:
         if self._fd is None:
             raise ResultFileError(f"{self.path}: the results file is closed")
         record = result.record() if isinstance(result, TaskResult) else dict(result)
-        line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+        line = log_line(record)
         written = os.write(self._fd, line)
         if written != len(line):
             raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..parsing import ToolCall, parse
 from .inputs import read_text
-from .visible import json_visible, visible_text
+from .visible import json_visible, one_line, visible_text
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -32,11 +32,7 @@ def call_to_json(call: ToolCall, text: str) -> dict[str, Any]:
 
 
 def _preview(call: ToolCall, width: int = 60) -> str:
-    text = call.content or json.dumps(dict(call.kwargs), ensure_ascii=False)
-    first = text.split("\n", 1)[0]  # not splitlines(): it also breaks at \r, \v, \x1c, U+2028…
-    more = text.count("\n")
-    shown = first if len(first) <= width else first[: width - 1] + "…"
-    return shown + (f"  (+{more} lines)" if more else "")
+    return one_line(call.content or json.dumps(dict(call.kwargs), ensure_ascii=False), width)
 
 
 def run(args: argparse.Namespace) -> int:

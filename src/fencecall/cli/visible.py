@@ -19,6 +19,8 @@ something a person can see, so what is shown is what the text holds:
   the line and paragraph separators U+2028/U+2029, fillers that print as nothing, and lone
   surrogates → ``<U+202E>``-style escapes.
 
+:func:`one_line` and :func:`clipped` shorten text for a line and say where they cut it.
+
 It is one regex substitution with a table built once: the regex scans at C speed and only the
 rare characters it finds cost a lookup, so it is cheap on long tool outputs. It is not idempotent
 (``␛`` stays ``␛``; that is fine, nothing is interpreted either way).
@@ -120,6 +122,23 @@ def visible_text(text: str, style: str = "") -> Text:
     from rich.text import Text
 
     return Text(visible(text), style=style)
+
+
+def one_line(text: str, width: int) -> str:
+    """``text`` as one line, for a title or a table cell: its first line that is not blank,
+    cut at ``width`` characters with "…" where it was cut, then "(+N lines)" where more
+    lines follow, so part of a command never passes for all of it. Lines end at ``\\n``
+    only: a ``\\r`` or U+2028 stays in the line, where :func:`visible` shows it."""
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    if not lines:
+        return ""
+    more = len(lines) - 1
+    return clipped(lines[0], width) + (f" (+{more} line{'s' * (more > 1)})" if more else "")
+
+
+def clipped(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, the last one "…" where it was cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _json_escape(match: re.Match[str]) -> str:

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from .. import telemetry
 from ..errors import ToolError
-from ..message import CallRecord, Message, Status, system
+from ..message import CallRecord, Message, Status, safe_text, system
 from ..parsing import Diagnostic, ToolCall
 from ..tools import Toolchain, ToolContext, ToolInvocation, ToolSpec
 from ..tools.events import (
@@ -85,10 +85,12 @@ def execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
     ``diagnostics`` (what the parser found meant as a call but unable to run) are said to the
     model in their place among the results. ``history`` is the conversation so far, handed to
     pre-execute hooks (empty for a reply run on its own). Every message that comes out, hook
-    notes included, has known secrets redacted before anyone shows, logs or sends it.
+    notes included, has known secrets redacted before anyone shows, logs or sends it, and is
+    made encodable (:func:`~fencecall.message.safe_text`: a tool's or an MCP server's lone
+    surrogate becomes U+FFFD, and a line after the text says so).
     """
     for result in _execute_calls(session, message, calls, diagnostics, tuple(history)):
-        yield replace(result, content=session.redact(result.content))
+        yield replace(result, content=safe_text(session.redact(result.content)))
 
 
 def _execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],

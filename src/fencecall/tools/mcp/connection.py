@@ -18,17 +18,19 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import json
 import logging
 import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 from ...errors import ToolError
+from ...message import SURROGATE_ESCAPE
 from ..runtime.paths import clean_path, inside
 from ..runtime.scratch import make_scratch
 from .declaration import McpServerConfig
@@ -243,7 +245,8 @@ class McpConnection:
             stack.push_async_callback(http.aclose)
             transport = streamable_http_client(config.url, http_client=http)
         else:
-            transport = stdio_client(self._params, errlog=self._stderr)  # type: ignore[arg-type]
+            transport = _mending(stdio_client(self._params,
+                                              errlog=self._stderr))  # type: ignore[arg-type]
         return Client(transport, message_handler=self._on_message)
 
     async def _list_tools(self) -> list[Any]:
@@ -300,6 +303,69 @@ def private_folder(roots: Sequence[Path]) -> Path:
         raise ValueError(f"the temporary folder {folder.parent} is in a writable root; "
                          f"point TMPDIR elsewhere, or declare the server's cwd")
     return folder
+
+
+@contextlib.asynccontextmanager
+async def _mending(transport: Any) -> AsyncIterator[tuple[Any, Any]]:
+    """A stdio transport whose reader takes lines holding a lone surrogate (see
+    :class:`_MendedLines`)."""
+    async with transport as (read, write):
+        yield _MendedLines(read), write
+
+
+class _MendedLines:
+    """The SDK's read stream, where a line its JSON reader refused for a lone surrogate
+    escape (``"\\ud83d"``: a server in JavaScript writes one for half of an emoji) is read
+    again with Python's, which takes it. The SDK returns such a line as an error, so the
+    call's answer was lost and the call waited out its timeout; read, the result comes
+    through, and the pipeline makes its text safe (:func:`~fencecall.message.safe_text`).
+    A line refused for anything else stays refused."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._stream, "last_context", None)
+
+    async def receive(self) -> Any:
+        return _mended(await self._stream.receive())
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def __aiter__(self) -> _MendedLines:
+        return self
+
+    async def __anext__(self) -> Any:
+        return _mended(await self._stream.__anext__())
+
+    async def __aenter__(self) -> _MendedLines:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        result: bool | None = await self._stream.__aexit__(*exc)
+        return result
+
+
+def _mended(item: Any) -> Any:
+    """``item``, or the message it is when it is a line refused for a lone surrogate."""
+    from mcp.shared.message import SessionMessage
+    from mcp.types import jsonrpc_message_adapter
+    from pydantic import ValidationError
+
+    if not isinstance(item, ValidationError):
+        return item
+    line = next((error["input"] for error in item.errors()[:1]
+                 if error["type"] == "json_invalid"), None)
+    if not isinstance(line, str) or not SURROGATE_ESCAPE.search(line):
+        return item
+    try:
+        return SessionMessage(jsonrpc_message_adapter.validate_python(json.loads(line),
+                                                                      by_name=False))
+    except ValueError:
+        return item
 
 
 def _connection_lost(err: Exception) -> bool:
