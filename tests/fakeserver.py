@@ -39,7 +39,9 @@ class Reply:
     usage: tuple[int, int] = (12, 7)
     """(input, output) tokens the reply reports."""
     usage_extra: dict[str, Any] = field(default_factory=dict)
-    """More (or replaced) fields of the OpenAI usage object: cached tokens, odd values."""
+    """More (or replaced) fields of the usage objects (OpenAI's; Anthropic's in
+    ``message_start`` and ``message_delta``): cached tokens, odd values (negative, null, a
+    string, far too many)."""
     latency: float = 0.0
     """Seconds before the first event: the model's time to answer, once per reply (``delay``
     is slept after every event)."""
@@ -369,7 +371,8 @@ def _anthropic_events(reply: Reply, model: str) -> Iterator[str]:
     yield _sse({"type": "message_start", "message": {
         "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": reply.usage[0], "output_tokens": 0}}}, "message_start")
+        "usage": {"input_tokens": reply.usage[0], "output_tokens": 0, **reply.usage_extra}}},
+        "message_start")
     index = 0
     if reply.text:
         yield _sse({"type": "content_block_start", "index": 0,
@@ -391,5 +394,5 @@ def _anthropic_events(reply: Reply, model: str) -> Iterator[str]:
     yield _sse({"type": "message_delta", "delta": {
         "stop_reason": reply.finish or ("tool_use" if reply.tool_calls else "end_turn"),
         "stop_sequence": None},
-        "usage": {"output_tokens": reply.usage[1]}}, "message_delta")
+        "usage": {"output_tokens": reply.usage[1], **reply.usage_extra}}, "message_delta")
     yield _sse({"type": "message_stop"}, "message_stop")

@@ -97,3 +97,21 @@ def test_every_documented_setting_is_known(tmp_path: Path) -> None:
     example = (module.__doc__ or "").split("\n\n", 2)[2]
     config = load_config(env_for(tmp_path, example, DOCS_TOKEN="t"))
     assert config.max_steps == 30 and config.models["local/smollm2"].context_window == 2048
+
+
+def test_resource_limits_come_from_the_resources_table(tmp_path: Path) -> None:
+    from fencecall.assembly import Overrides, environment
+    from fencecall.tools.runtime.limits import ResourceLimits
+
+    config = load_config(env_for(tmp_path, "[resources]\nprocesses = 64\nmemory = 0\n"))
+    assert config.resources == ResourceLimits(processes=64, memory=0)
+    assert load_config(env_for(tmp_path, "")).resources == ResourceLimits()
+    settings = resolve(config, Overrides(workspace=tmp_path / "ws"), env={})
+    sandbox = environment(settings, config, {}).sandbox
+    assert sandbox.limits.processes == 64 and sandbox.read_only().limits.processes == 64
+    for text, said in (("[resources]\nprocess = 1\n", "did you mean processes"),
+                       ("[resources]\nmemory = -1\n", "resources.memory must be"),
+                       ("[resources]\noutput = 1.5\n", "resources.output must be"),
+                       ("resources = 3\n", "resources must be a table")):
+        with pytest.raises(ConfigError, match=said):
+            load_config(env_for(tmp_path, text))

@@ -27,6 +27,13 @@ this file. API keys (``api_key_env``) are held only in memory: nothing here is e
     background_after = 15         # seconds before a shell command goes on as a job (0: never)
     max_jobs = 8                  # background jobs running at once, per conversation
 
+    [resources]                   # what each tool process may take (bytes; 0: no limit)
+    processes = 1024              # processes at once (a fork bomb)
+    memory = 8589934592           # memory, 8 GiB (a memory bomb)
+    file_size = 4294967296        # any one file a confirmed command writes, 4 GiB
+    output = 67108864             # stdout and stderr of a call or a job, 64 MiB
+    tmp = 268435456               # each private tmpfs in the sandbox, 256 MiB
+
     [models."local/smollm2"]      # per model; each is sent only when set
     temperature = 0.2
     top_p = 0.9
@@ -64,6 +71,7 @@ from .accounting import Limits, Price
 from .errors import UserError, unknown_settings
 from .parsing import MARKDOWN, CallFormat, get_format
 from .tools.mcp import DeclarationError, McpServerConfig, from_table
+from .tools.runtime.limits import ResourceLimits
 from .tools.runtime.sandbox import SandboxPolicy
 
 ProviderKind = Literal["openai", "anthropic"]
@@ -175,6 +183,8 @@ class Config:
     """Seconds a shell command runs before it goes on as a background job (0: never)."""
     max_jobs: int = 8
     """Background jobs that may run at once in one conversation."""
+    resources: ResourceLimits = field(default_factory=ResourceLimits)
+    """What each process a tool starts may take (the ``[resources]`` table)."""
     path: Path | None = None
     """The configuration file this was read from (or would have been, had it existed)."""
 
@@ -197,24 +207,28 @@ class Config:
 
 def check_apart(config: Config, folders: Iterable[tuple[str, Path]]) -> None:
     """Refuse a run whose model may write what decides fencecall's next run: its home (the
-    conversation logs there say what ``--resume`` restores) and the folder of its
-    configuration file. ``folders`` are (what it is, path): the workspace and the other
-    writable roots. Real paths are compared, in both directions."""
-    guarded = [("the fencecall home folder", config.home, "FENCECALL_HOME")]
-    if config.path is not None:
-        guarded.append(("the configuration folder", config.path.parent, "FENCECALL_CONFIG"))
-    for name, guarded_path, variable in guarded:
-        own = guarded_path.expanduser().resolve()
-        for what, folder in folders:
-            real = folder.expanduser().resolve()
-            if real == own or real in own.parents:
-                raise ConfigError(f"{name} {own} is inside {what} {real}, where the model "
-                                  f"may write: set {variable} to a folder outside it, or "
-                                  "choose another workspace or --root folder")
-            if own in real.parents:
-                raise ConfigError(f"{what} {real} is inside {name} {own}, where the model "
-                                  f"must not write: choose a folder outside it, or set "
-                                  f"{variable} elsewhere")
+    conversation logs there say what ``--resume`` restores), which must neither lie in a
+    writable root nor hold one, and the configuration file, which must not lie in one (a
+    workspace beside the file or below its folder is fine: the model may write there, not the
+    file). ``folders`` are (what it is, path): the workspace and the other writable roots.
+    Real paths are compared, so a link leading into a root counts as inside it."""
+    home = config.home.expanduser().resolve()
+    file = config.path.expanduser().resolve() if config.path is not None else None
+    for what, folder in folders:
+        real = folder.expanduser().resolve()
+        if home.is_relative_to(real):
+            raise ConfigError(f"the fencecall home folder {home} is inside {what} {real}, "
+                              "where the model may write: set FENCECALL_HOME to a folder "
+                              "outside it, or choose another workspace or --root folder")
+        if real.is_relative_to(home):
+            raise ConfigError(f"{what} {real} is inside the fencecall home folder {home}, "
+                              "where the model must not write: choose a folder outside it, "
+                              "or set FENCECALL_HOME elsewhere")
+        if file is not None and file.is_relative_to(real):
+            raise ConfigError(f"the configuration file {file} is inside {what} {real}, where "
+                              "the model may write (and so set the next run's sandbox): set "
+                              "FENCECALL_CONFIG to a file outside it, or choose another "
+                              "workspace or --root folder")
 
 
 def config_path(env: Mapping[str, str]) -> Path:
@@ -241,7 +255,7 @@ TOP_LEVEL = frozenset({
     "model", "format", "tools", "max_steps", "max_tokens", "timeout", "retries", "sandbox",
     "network", "pass_env", "secrets", "telemetry", "telemetry_content", "tool_packages",
     "near_misses", "models", "providers", "mcp", "budget_usd", "budget_tokens", "time_limit",
-    "autonomous", "compaction", "result_share", "background_after", "max_jobs"})
+    "autonomous", "compaction", "result_share", "background_after", "max_jobs", "resources"})
 """The keys the file's top level may hold; any other is an error, never silently ignored."""
 PROVIDER_KEYS = frozenset({"kind", "base_url", "api_key_env"})
 MODEL_KEYS = frozenset({"temperature", "top_p", "stop", "max_tokens", "context_window",
@@ -331,8 +345,22 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         background_after=float(_number(data, "background_after", 15.0, path, minimum=0,
                                        whole=False)),
         max_jobs=int(_number(data, "max_jobs", 8, path, minimum=1)),
+        resources=_resources(data, path),
         path=path,
     )
+
+
+def _resources(data: Mapping[str, Any], path: Path) -> ResourceLimits:
+    """The ``[resources]`` table: whole numbers of bytes (or processes), 0 for no limit."""
+    table = data.get("resources", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: resources must be a table ([resources])")
+    default = ResourceLimits()
+    known = [name for name in ResourceLimits.__dataclass_fields__]
+    _known_keys(table, known, "resources", path)
+    return ResourceLimits(**{name: int(_number(table, name, getattr(default, name), path,
+                                               minimum=0, name=f"resources.{name}"))
+                             for name in known})
 
 
 def _models(data: Mapping[str, Any], path: Path) -> dict[str, ModelSettings]:

@@ -40,3 +40,17 @@ def test_the_time_limit_counts_from_the_start() -> None:
     refused = spend.refusal(1, 1)
     assert refused is not None and refused.kind == "time-limit"
     assert not Limits() and Limits(time=1)
+
+
+def test_a_reply_may_take_what_the_budgets_leave_after_its_input() -> None:
+    assert Spend(PRICED).output_room() is None  # no budget: nothing to cut a reply at
+    spend = Spend(PRICED, Limits(usd=2.0, tokens=10_000))
+    assert spend.reserve(1_000, 200) is None
+    assert spend.output_room() == 500  # the input costs $1, which leaves $1: 500 out
+    spend.add(Usage(1_000, 480))
+    refused = spend.ran_out()  # the reply was cut there
+    assert refused.kind == "budget-usd"
+    assert str(refused) == ("Stopped by the USD budget: spent $1.9600 of $2; the next request "
+                            "could take more than is left.")
+    tokens = Spend(PRICED, Limits(tokens=1_000))
+    assert tokens.reserve(400, 100) is None and tokens.output_room() == 600

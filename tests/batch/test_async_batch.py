@@ -4,6 +4,7 @@ consumer that cannot stall the tasks, a stuck task that cannot hold the batch.""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import threading
 import time
 from collections.abc import Iterator
@@ -59,6 +60,7 @@ def test_a_rate_limit_pauses_its_provider_as_one_and_not_another(
         limited: tuple[RateLimited, FakeModelServer], options: BatchOptions,
         tmp_path: Path) -> None:
     limiting, limited_server = limited
+    importlib.import_module("openai")  # its 0.6 s import is not the pause under test
     for i in range(4):
         script.shell_then_answer(f"quick{i}", "echo quick", latency=0.2)
         limiting.shell_then_answer(f"slow{i}", "echo slow")

@@ -161,14 +161,15 @@ def test_a_resumed_batch_counts_what_its_earlier_results_spent(
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_the_batch_ledger_is_shared_by_tasks_of_the_api(
         script: Script, options: BatchOptions, tmp_path: Path, concurrency: int) -> None:
-    for i in range(10):  # an answer each, whose request the server bills at 1,550 tokens
-        script.add(f"a{i}", Reply("the answer", usage=(1_500, 50)))
-    capped = dataclasses.replace(options, budget=Limits(tokens=4_000), max_tokens=100,
+    for i in range(10):  # an answer each, whose request the server bills at 3,050 tokens
+        script.add(f"a{i}", Reply("the answer", usage=(3_000, 50)))
+    capped = dataclasses.replace(options, budget=Limits(tokens=10_500), max_tokens=3_000,
                                  concurrency=concurrency)
     got = {r.id: r for r in run_batch([task(f"a{i}") for i in range(10)], capped)}
     assert len(got) == 10
-    # two fit (3,100 tokens); the third's worst case (its input, some 1,600 tokens as the
-    # estimate counts it, and 100 out) does not, whatever order they settle in
+    # two fit (6,100 tokens, more than the estimate counts of their input, some 2,100 tokens
+    # each); the third's worst case (that input and 3,000 out) does not, whatever order they
+    # settle in
     assert Counter(r.status for r in got.values()) == {Outcome.DONE: 2, Outcome.BUDGET: 8}
-    assert sum(sum(r.tokens.values()) for r in got.values()) == 3_100
+    assert sum(sum(r.tokens.values()) for r in got.values()) == 6_100
     assert sum(script.requests.values()) == 2

@@ -87,9 +87,9 @@ def test_the_cli_runs_on_an_existing_ray_cluster(
 def test_one_ledger_holds_the_batch_budget_across_ray_shards(
         local_ray: Any, script: Script, options: BatchOptions, tmp_path: Path) -> None:
     ids = [f"b{i}" for i in range(9)]
-    for task_id in ids:  # an answer each, whose request the server bills at 1,550 tokens
-        script.add(task_id, Reply("the answer", usage=(1_500, 50)))
-    capped = dataclasses.replace(options, budget=Limits(tokens=4_000), max_tokens=100,
+    for task_id in ids:  # an answer each, whose request the server bills at 3,050 tokens
+        script.add(task_id, Reply("the answer", usage=(3_000, 50)))  # more than fencecall counts
+    capped = dataclasses.replace(options, budget=Limits(tokens=10_500), max_tokens=3_000,
                                  concurrency=2)
     got = {r.id: r for r in run_batch_ray([task(i) for i in ids], capped,
                                           out=tmp_path / "results.jsonl", shard_size=3)}
@@ -97,4 +97,4 @@ def test_one_ledger_holds_the_batch_budget_across_ray_shards(
     # three shards, one cap: two requests fit it, whichever shards sent them
     assert Counter(r.status for r in got.values()) == {Outcome.DONE: 2, Outcome.BUDGET: 7}
     assert sum(script.requests.values()) == 2
-    assert sum(sum(r.tokens.values()) for r in got.values()) == 3_100
+    assert sum(sum(r.tokens.values()) for r in got.values()) == 6_100

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from ..fakeserver import FakeModelServer
+
 REPLIES = Path(__file__).parent.parent / "fixtures" / "replies"
 CLI = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -26,6 +28,15 @@ def cli_env(home: Path, base_url: str, **extra: str) -> dict[str, str]:
     env.update(FENCECALL_HOME=str(home / "home"), XDG_CONFIG_HOME=str(home / "config"),
                FENCECALL_LOCAL_BASE_URL=base_url, PYTHONUNBUFFERED="1", **extra)
     return env
+
+
+def claude_env(tmp_path: Path, server: FakeModelServer) -> dict[str, str]:
+    """:func:`cli_env` with a config file that adds the provider ``claude``: the Anthropic
+    API, at ``server`` (so ``--model claude/m`` streams through the Anthropic SDK)."""
+    config = tmp_path / "config" / "fencecall" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'[providers.claude]\nkind = "anthropic"\nbase_url = "{server.base_url}"\n')
+    return cli_env(tmp_path, server.openai_url)
 
 
 @pytest.fixture

@@ -4,9 +4,12 @@ running command and the run."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from pathlib import Path
+
+import pytest
 
 from ..fakeserver import FakeModelServer, Reply, dense_tokens
 from .conftest import CLI, log_of
@@ -163,3 +166,59 @@ def test_the_time_limit_cuts_a_server_that_sends_nothing(fencecall: CLI, tmp_pat
     assert reply["content"] == "\n[cut at the time limit]"
     assert reply["metadata"]["usage_counted"]  # sent, so billed: its input counted
     assert stop["metadata"] == {"ending": "time-limit", "limit": "time-limit"}
+
+
+def _first_worst_case(fencecall: CLI, server: FakeModelServer, max_tokens: int) -> int:
+    """The first request's worst case as fencecall counts it (its input and
+    ``--max-tokens``): a budget of one token refuses it, saying how much it could take."""
+    probe = fencecall("--model", "local/m", "--budget-tokens", "1", "--max-tokens",
+                      str(max_tokens), "write the report", base_url=server.openai_url)
+    found = re.search(r"could\s+take\s+([\d,]+)\s+tokens", probe.stdout)
+    assert probe.returncode == 3 and found is not None, probe.stdout
+    return int(found[1].replace(",", ""))
+
+
+@pytest.mark.parametrize("bogus", [-1_000_000, None, "many"], ids=["negative", "null", "string"])
+def test_bogus_usage_lets_only_the_requests_the_budget_allows(
+        fencecall: CLI, tmp_path: Path, bogus: object) -> None:
+    # each reply is cut at the token limit and says it took 1,000 tokens, but for the bogus
+    # count; the budget has room for one such reply, not for two
+    replies = [Reply(".", finish="length", usage=(10, 1_000),
+                     usage_extra={"completion_tokens": bogus}) for _ in range(8)]
+    with FakeModelServer(replies) as server:
+        budget = _first_worst_case(fencecall, server, 1_200) + 600
+        result = fencecall("--model", "local/m", "--name", "u", "--budget-tokens",
+                           str(budget), "--max-tokens", "1200", "write the report",
+                           base_url=server.openai_url)
+    assert result.returncode == 3, result.stderr
+    assert len(server.requests) == 1
+    assert "Stopped by the token budget" in result.stdout
+    reply = next(r for r in log_of(tmp_path, "u") if r["role"] == "assistant")
+    assert reply["metadata"]["usage_counted"] == "estimate"  # fencecall's own count
+
+
+def test_a_server_that_ignores_max_tokens_is_cut_there_and_the_run_ends_at_its_budget(
+        fencecall: CLI, tmp_path: Path) -> None:
+    huge = " ".join(f"w{i}" for i in range(60_000))[:400_000]  # never repeats
+    with FakeModelServer(respond=lambda body: Reply(huge, chunk_size=50)) as server:
+        result = fencecall("--model", "local/m", "--name", "big", "--max-tokens", "200",
+                           "--budget-tokens", "5000", "write the report",
+                           base_url=server.openai_url)
+        for _ in range(250):  # the server sees the client leave
+            if all(r.disconnected for r in server.requests):
+                break
+            time.sleep(0.02)
+    assert result.returncode == 3, result.stderr
+    assert "Stopped by the token budget" in result.stdout
+    assert server.requests and all(r.disconnected and r.chunks_sent < r.chunks_total
+                                   for r in server.requests)
+    log = log_of(tmp_path, "big")
+    replies = [r for r in log if r["role"] == "assistant"]
+    assert len(replies) == len(server.requests)
+    for reply in replies:  # what was read of each: up to max_tokens, 8 bytes a token at most
+        assert len(reply["content"]) <= 8 * 200 + 50 and reply["metadata"]["cut"]
+    told = [r["content"] for r in log if r.get("metadata", {}).get("cut") is True]
+    assert told and "cut off at the output token limit (200 tokens)" in told[0]
+    assert log[-1]["metadata"] == {"ending": "budget", "limit": "budget-tokens"}
+    spent = sum(sum(r["metadata"]["usage"].values()) for r in replies)
+    assert spent <= 5000

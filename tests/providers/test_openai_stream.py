@@ -27,9 +27,9 @@ def test_text_calls_and_cached_tokens_are_read_from_the_stream() -> None:
     assert events[-1] == StreamEnd("tool_calls")
 
 
-def test_usage_a_server_gets_wrong_counts_as_none_and_the_reply_stands() -> None:
+def test_usage_a_server_gets_wrong_is_left_out_and_the_reply_stands() -> None:
     events = _events(Reply("Fine.", usage_extra={"prompt_tokens": "many",
                                                   "prompt_tokens_details": None}))
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Fine."
-    assert [e for e in events if isinstance(e, Usage)] == [Usage(0, 7, 0)]
+    assert [e for e in events if isinstance(e, Usage)] == []  # fencecall counts it instead
     assert events[-1] == StreamEnd("stop")

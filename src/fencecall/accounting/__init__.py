@@ -1,6 +1,8 @@
 """Counting what a run spends and holding it to its limits: tokens counted where the
 provider reported none (:mod:`.tokens`), prices (:mod:`.prices`), and the limits checked
-before each request (:mod:`.budget`), with a budget shared by a batch's tasks (:mod:`.ledger`)."""
+before each request (:mod:`.budget`), with a budget shared by a batch's tasks (:mod:`.ledger`);
+what a server says it spent, and what it sends, checked against what is possible
+(:mod:`.checks`)."""
 
 from .budget import Spend
 from .ledger import Account, Hold, Ledger

@@ -30,11 +30,15 @@ class Refusal:
     scope: str = "run"
     """Whose limit: the run's own, or the ``batch``'s shared by all its tasks."""
 
-    def __str__(self) -> str:
-        what = {"budget-usd": "USD budget", "budget-tokens": "token budget",
+    @property
+    def what(self) -> str:
+        """The limit's name: ``USD budget``, ``token budget`` or ``time limit``."""
+        return {"budget-usd": "USD budget", "budget-tokens": "token budget",
                 "time-limit": "time limit"}[self.kind]
+
+    def __str__(self) -> str:
         whose = "the batch's" if self.scope == "batch" else "the"
         if self.kind == "time-limit" and self.scope == "batch":
             return f"Stopped by the batch's time limit of {self.limit}."
-        return (f"Stopped by {whose} {what}: spent {self.spent} of {self.limit}; the next "
-                f"request could take {self.needed}.")
+        return (f"Stopped by {whose} {self.what}: spent {self.spent} of {self.limit}; the "
+                f"next request could take {self.needed}.")

@@ -54,9 +54,45 @@ class Estimate:
         return "estimate"
 
     def count(self, text: str) -> int:
-        size = len(text.encode("utf-8"))
-        ascii_chars = len(text.encode("ascii", errors="ignore"))
-        return math.ceil(ascii_chars / 2 + (size - ascii_chars) * 3 / 4)
+        tally = Tally()
+        tally.add(text)
+        return tally.estimate
+
+
+@dataclass(slots=True)
+class Tally:
+    """A text that comes in pieces (a reply as it streams), kept as the two numbers counting
+    it needs: its UTF-8 bytes and how many of them are ASCII characters."""
+
+    size: int = 0
+    ascii: int = 0
+
+    def add(self, text: str) -> None:
+        if text.isascii():
+            self.size += len(text)
+            self.ascii += len(text)
+        else:
+            self.size += len(text.encode("utf-8", errors="surrogatepass"))
+            self.ascii += len(text.encode("ascii", errors="ignore"))
+
+    @property
+    def estimate(self) -> int:
+        """:class:`Estimate`'s count of the text so far."""
+        return math.ceil(self.ascii / 2 + (self.size - self.ascii) * 3 / 4)
+
+
+@dataclass(frozen=True, slots=True)
+class Bytes:
+    """One token a UTF-8 byte: more than any tokenizer makes of a text (a byte-level
+    vocabulary's smallest token is one byte, a character-level one's a character), so a count
+    no honest server's can exceed."""
+
+    @property
+    def exactness(self) -> Exactness:
+        return "estimate"
+
+    def count(self, text: str) -> int:
+        return len(text.encode("utf-8", errors="surrogatepass"))
 
 
 class _Memo:
@@ -255,15 +291,17 @@ def server_root(base_url: str) -> str:
 def counter_for(kind: str, base_url: str | None, model: str,
                 api_key: str | None = None) -> TokenCounter:
     """The best counter for ``model`` of a provider of ``kind`` at ``base_url`` (None: the
-    vendor's own): OpenAI's BPE for the models it knows, Anthropic's counting endpoint when
-    there is an ``api_key`` to ask it with, the server's tokenizer for an OpenAI-compatible
-    server on this machine, else the estimate."""
+    vendor's own): the server's tokenizer for an OpenAI-compatible server on this machine
+    (it serves the model, whatever its name), OpenAI's BPE for the models it knows (its
+    library loads its vocabularies at import, most of a second, so only where it may be
+    used), Anthropic's counting endpoint when there is an ``api_key`` to ask it with, else
+    the estimate."""
+    if kind == "openai" and base_url and is_local(base_url):
+        return ServerCounter(server_root(base_url), model)
     if kind == "openai" and BpeCounter.knows(model):
         return BpeCounter(model)
     if kind == "anthropic" and api_key:
         return AnthropicCounter(model, api_key, base_url)
-    if kind == "openai" and base_url and is_local(base_url):
-        return ServerCounter(server_root(base_url), model)
     return Estimate()
 
 

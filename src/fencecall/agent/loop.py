@@ -39,6 +39,7 @@ from ..accounting import (
     TokenCounter,
     request_tokens,
 )
+from ..accounting.checks import CUT_AT_BUDGET, larger
 from ..accounting.tokens import MESSAGE_OVERHEAD
 from ..config import Compaction, Sampling
 from ..execution import Session, resolve
@@ -175,8 +176,8 @@ class _Reply:
     native: list[ToolCall] = field(default_factory=list)
     looped: str | None = None
     """The message telling the model its reply looped and was cut."""
-    out_of_time: bool = False
-    """The run's time limit passed while the reply streamed: it was cut there."""
+    limit: Refusal | None = None
+    """The limit that cut the reply as it streamed (the time limit, a budget): the run ends."""
 
 
 @dataclass(slots=True)
@@ -389,20 +390,14 @@ class Agent:
             request = yield from self._fitting()
             refused = yield from self._reserving(request)
             if refused is not None:
-                ending = Outcome.TIME_LIMIT if refused.kind == "time-limit" else Outcome.BUDGET
-                self._record(system(str(refused), ending=ending, limit=refused.kind))
-                return ending
+                return self._stop(refused)
             reply = yield from self._generating(request)
             self.conversation.append(reply.message)
-            if reply.out_of_time:
+            if reply.limit is not None:
                 for call in reply.native:
-                    self._record(system("Not run: the reply was cut at the time limit.",
+                    self._record(system(f"Not run: the reply was cut at the {reply.limit.what}.",
                                         Status.INTERRUPTED).tagged(call.call_id, call.name))
-                refused = self.spend.over_time()
-                assert refused is not None  # the limit has passed
-                self._record(system(str(refused), ending=Outcome.TIME_LIMIT,
-                                    limit=refused.kind))
-                return Outcome.TIME_LIMIT
+                return self._stop(reply.limit)
             if reply.interrupted:
                 for call in reply.native:
                     self._record(system("Not run: the user interrupted the reply (Ctrl-C).",
@@ -449,6 +444,12 @@ class Agent:
             f"Stopped after {self.max_steps} steps (the step limit).",
             ending=Outcome.STEP_LIMIT))
         return Outcome.STEP_LIMIT
+
+    def _stop(self, refused: Refusal) -> Outcome:
+        """End the run at a limit, saying which, what was spent and what the limit is."""
+        ending = Outcome.TIME_LIMIT if refused.kind == "time-limit" else Outcome.BUDGET
+        self._record(system(str(refused), ending=ending, limit=refused.kind))
+        return ending
 
     def _run_calls(self, reply: _Reply, calls: list[ToolCall]) -> _Ran:
         """Run a reply's calls in order, recording each result as it comes."""
@@ -627,7 +628,7 @@ class Agent:
                                        url=self.provider.url)
         text: list[str] = []
         usage: Usage | None = None
-        stream = self.provider.stream(ask)
+        stream = self.provider.stream(_capped(ask, self.spend))
         deadline = self.session.deadline
         events = stream if deadline is None else Bounded(stream, deadline)
         try:
@@ -739,15 +740,21 @@ class Agent:
               run: telemetry.ChatRun, **ending: str | None) -> tuple[Usage, Exactness | None]:
         """Count one request into the spend and end its telemetry: the usage the provider
         reported, else the request's input and the ``output`` received as the counter counts
-        them (and how they were counted)."""
+        them (and how they were counted). A limit is charged the larger of a report and that
+        count: a report is no proof."""
+        def own() -> Usage:
+            return Usage(self._input_tokens(request), self.counter.count(output))
+
         if reported is None:
-            usage: Usage = Usage(self._input_tokens(request), self.counter.count(output))
+            usage = charged = own()
             counted: Exactness | None = self.counter.exactness
         else:
             usage, counted = reported, None
+            charged = larger(reported, own()) if self.spend.limited else reported
             self._reported, self._template = (request, reported), None
             self._live_report = True
-        cost = self.spend.add(usage, estimated=counted == "estimate")
+        cost = self.spend.add(charged, estimated=charged != reported
+                              and self.counter.exactness == "estimate")
         run.end(usage=usage.as_dict(), counted=counted,
                 cost_usd=None if cost is None else float(cost), **ending)
         return usage, counted
@@ -755,7 +762,7 @@ class Agent:
     def _generate_once(self, request: ChatRequest) -> _Reply:
         """Stream one reply; stop it at its first complete runnable call."""
         reading = self._reading()
-        stream = self.provider.stream(request)
+        stream = self.provider.stream(_capped(request, self.spend))
         deadline = self.session.deadline
         events = stream if deadline is None and not self.interruptible else Bounded(
             stream, math.inf if deadline is None else deadline)
@@ -784,8 +791,9 @@ class Agent:
         reading = self._reading()
         deadline = self.session.deadline
         limit = asyncio.timeout(None if deadline is None else deadline - time.monotonic())
+        capped = _capped(request, self.spend)
         try:
-            async with limit, aclosing(self.provider.astream(request)) as events:
+            async with limit, aclosing(self.provider.astream(capped)) as events:
                 async for event in events:
                     if self._take(reading, event):
                         break
@@ -795,7 +803,7 @@ class Agent:
             reading.out_of_time = True
             reading.text.append("\n[cut at the time limit]")
         except Exception as err:
-            if reading.usage is None and self._counting_waits:
+            if self._counts_slowly(reading):
                 await in_thread(functools.partial(self._failed, request, reading, err),
                                 self.executor)
             else:
@@ -804,10 +812,15 @@ class Agent:
         except asyncio.CancelledError as err:  # the run was stopped: the request still cost
             self._failed(request, reading, err)
             raise
-        if reading.usage is None and self._counting_waits:  # a reply cut at its first call
+        if self._counts_slowly(reading):
             return await in_thread(functools.partial(self._read, request, reading),
                                    self.executor)
         return self._read(request, reading)
+
+    def _counts_slowly(self, reading: _Reading) -> bool:
+        """Whether billing ``reading`` counts tokens (no usage came, or a limit charges the
+        larger of it and the count) with a counter that may wait: in a thread, then."""
+        return (reading.usage is None or self.spend.limited) and self._counting_waits
 
     def _reading(self) -> _Reading:
         return _Reading(StreamParser(self.format), telemetry.current().chat(
@@ -853,10 +866,13 @@ class Agent:
             finish_reason="time-limit" if out_of_time
             else "tool_call" if stopped_early and not interrupted
             else "loop" if looped else end.stop_reason if end else "interrupted")
+        limit = _limit_of(reading, self.spend)
         calls = reading.calls
-        if not stopped_early and looped is None and not out_of_time:
+        if not stopped_early and looped is None and limit is None:
             calls = self._first_runnable(reading.parser.finish())
         reply = "".join(reading.text)
+        if limit is not None and not out_of_time:  # noted once billed: the note cost nothing
+            reply += f"\n[cut where the {limit.what} ran out]"
         if calls and stopped_early:
             reply = _up_to(reply, calls[0])
         native_calls = [self._native_call(call) for call in reading.native]
@@ -871,9 +887,9 @@ class Agent:
             cut, end.stop_reason if cut and end else None, looped, counted))
         self._emit(ReplyDone(message, stopped_early or looped is not None))
         diagnostics = [] if looped is not None else reading.parser.diagnostics
-        return _Reply(message, [] if interrupted or out_of_time else calls, diagnostics,
-                      interrupted, cut, native_calls,
-                      None if looped is None else LOOPED.format(looped), out_of_time)
+        return _Reply(message, [] if interrupted or limit is not None else calls,
+                      diagnostics, interrupted, cut, native_calls,
+                      None if looped is None else LOOPED.format(looped), limit)
 
     def _first_runnable(self, calls: list[ToolCall]) -> list[ToolCall]:
         toolchain = self.session.toolchain
@@ -892,6 +908,22 @@ class Agent:
         spec = self.session.toolchain.get(call.name)
         return ToolCall(spec.name if spec else call.name, kwargs=arguments,
                         call_id=call.call_id, format=self.format.name)
+
+
+def _capped(request: ChatRequest, spend: Spend) -> ChatRequest:
+    """``request`` with the output its budgets leave, where its reply is cut."""
+    return replace(request, output_room=spend.output_room())
+
+
+def _limit_of(reading: _Reading, spend: Spend) -> Refusal | None:
+    """The limit that cut ``reading`` as it streamed (the run ends there), or None."""
+    if reading.out_of_time:
+        refused = spend.over_time()
+        assert refused is not None  # the limit has passed
+        return refused
+    if reading.end is not None and reading.end.stop_reason == CUT_AT_BUDGET:
+        return spend.ran_out()
+    return None
 
 
 def answer_of(messages: Sequence[Message]) -> str | None:

@@ -59,13 +59,13 @@ def own_secrets(config: Config) -> dict[str, str]:
 def environment(settings: RunSettings, config: Config, secrets: Mapping[str, str], *,
                 warn: Warn = _warn) -> Environment:
     """The run's environment: the workspace made if missing, the roots refused if they hold
-    fencecall's home or its configuration's folder or lie in one (see :func:`check_apart`),
+    fencecall's home or its configuration file or lie in the home (see :func:`check_apart`),
     and the sandbox chosen (where it cannot run, ``warn`` says the fallback)."""
     settings.workspace.mkdir(parents=True, exist_ok=True)
     check_apart(config, [("the workspace", settings.workspace),
                          *(("the --root folder", root) for root in settings.roots[1:])])
     sandbox, warning = choose_sandbox(settings.sandbox, settings.roots,
-                                      network=settings.network)
+                                      network=settings.network, limits=config.resources)
     if warning:
         warn(warning)
     return Environment(settings, dict(secrets), sandbox)

@@ -11,6 +11,8 @@ import anthropic
 import httpx2
 from anthropic.types import RawMessageStreamEvent
 
+from ..accounting.checks import count_of
+from ..accounting.tokens import Tally
 from ..message import Usage
 from ..tools.spec import api_name
 from .base import (
@@ -92,11 +94,16 @@ def mark_latest_turn(messages: list[dict[str, Any]]) -> None:
         messages[-1]["content"][-1]["cache_control"] = dict(CACHE_BREAKPOINT)
 
 
-def _usage(usage: Any) -> Usage:
-    """Messages-API usage: cache reads and writes are counted apart from ``input_tokens``."""
-    return Usage(input_tokens=usage.input_tokens or 0,
-                 cache_read_tokens=getattr(usage, "cache_read_input_tokens", 0) or 0,
-                 cache_write_tokens=getattr(usage, "cache_creation_input_tokens", 0) or 0)
+def _usage(usage: Any) -> Usage | None:
+    """Messages-API usage: cache reads and writes are counted apart from ``input_tokens``.
+    None where a count is missing or no count (see
+    :func:`~fencecall.accounting.checks.count_of`): fencecall counts the reply then."""
+    fresh = count_of(getattr(usage, "input_tokens", None))
+    read = count_of(getattr(usage, "cache_read_input_tokens", None), 0)
+    written = count_of(getattr(usage, "cache_creation_input_tokens", None), 0)
+    if fresh is None or read is None or written is None:
+        return None
+    return Usage(input_tokens=fresh, cache_read_tokens=read, cache_write_tokens=written)
 
 
 class _Events:
@@ -105,8 +112,10 @@ class _Events:
 
     def __init__(self) -> None:
         self.blocks: dict[int, dict[str, str]] = {}
-        self.usage = Usage()
+        self.usage: Usage | None = None
+        """None until the message starts, and for good once a count in it is no count."""
         self.stop_reason: str | None = None
+        self.taken = Tally()
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[StreamEvent]:
         if event.type == "message_start":
@@ -118,18 +127,23 @@ class _Events:
         elif event.type == "content_block_delta":
             delta = event.delta
             if delta.type == "text_delta":
+                self.taken.add(delta.text)
                 yield TextDelta(delta.text)
             elif delta.type == "input_json_delta" and event.index in self.blocks:
+                self.taken.add(delta.partial_json)
                 self.blocks[event.index]["json"] += delta.partial_json
         elif event.type == "content_block_stop" and event.index in self.blocks:
             call = self.blocks.pop(event.index)
             yield NativeCall(call["id"], call["name"], call["json"] or "{}")
         elif event.type == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
-            self.usage = replace(self.usage, output_tokens=event.usage.output_tokens or 0)
+            output = count_of(getattr(event.usage, "output_tokens", None))
+            self.usage = (None if self.usage is None or output is None
+                          else replace(self.usage, output_tokens=output))
 
     def finish(self, where: str) -> Iterator[StreamEvent]:
-        yield self.usage
+        if self.usage is not None:
+            yield self.usage
         yield end_of_stream(where, self.stop_reason)
 
 
@@ -169,14 +183,14 @@ class AnthropicProvider:
         args = _create_args(request)
         yield from read_stream(f"{self.name} ({self.url})", anthropic.APIError,
                                lambda: self._client.messages.create(**args, stream=True),
-                               _Events())
+                               _Events(), request)
 
     def astream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         where = f"{self.name} ({self.url})"
         return aread_stream(where, anthropic.APIError, self.gate.request(
             lambda: self._async_clients.get().next().messages.create(**_create_args(request),
                                                               stream=True),
-            where, _failure), _Events())
+            where, _failure), _Events(), request)
 
     async def aclose(self) -> None:
         """Closes the running loop's async connections (before the loop ends, so that none

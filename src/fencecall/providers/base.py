@@ -6,10 +6,12 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeGuard, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeGuard, TypeVar
 
+from ..accounting.checks import ReplyBounds
+from ..accounting.tokens import Bytes, Tally, request_tokens
 from ..config import Sampling
-from ..message import Message, Usage
+from ..message import Message, Unencodable, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,10 @@ class ChatRequest:
     tools: tuple[dict[str, Any], ...] = ()
     max_tokens: int = 4096
     sampling: Sampling = field(default_factory=Sampling)
+    output_room: int | None = None
+    """The output tokens the run's budgets leave the reply, by fencecall's count (None: no
+    budget holds): its stream is cut there, as past ``max_tokens``, whatever the server
+    does (see :func:`read_stream`)."""
 
 
 class ProviderError(RuntimeError):
@@ -147,9 +153,50 @@ class ChunkReader(Protocol[C_contra]):
     ``astream`` share: ``feed`` each chunk as it comes, ``finish`` once the stream has ended
     (events that need the whole stream, and :func:`end_of_stream`'s verdict)."""
 
+    @property
+    def taken(self) -> Tally:
+        """All of the reply's output it took so far, text and call arguments alike (counted
+        as it comes, so the reply can be cut before it fills memory)."""
+        ...
+
     def feed(self, chunk: C_contra) -> Iterable[StreamEvent]: ...
 
     def finish(self, where: str) -> Iterable[StreamEvent]: ...
+
+
+class Encodable(Generic[C]):
+    """A reader whose events can be encoded: lone surrogates (what a JSON ``"\\ud800"``
+    decodes to) in the reply's text and native calls (their arguments' escapes too) become
+    U+FFFD where they enter, and the text ends with a line saying which were replaced
+    (:class:`~fencecall.message.Unencodable`), so the user and the model see it and the log,
+    which could not hold them, keeps it. A reply closed early (at its first call, at a
+    limit) keeps its U+FFFD without the line: its end, where the line goes, is dropped."""
+
+    def __init__(self, reader: ChunkReader[C]):
+        self._reader = reader
+        self._unencodable = Unencodable()
+
+    @property
+    def taken(self) -> Tally:
+        return self._reader.taken
+
+    def feed(self, chunk: C) -> Iterator[StreamEvent]:
+        return map(self._clean, self._reader.feed(chunk))
+
+    def finish(self, where: str) -> Iterator[StreamEvent]:
+        events = [self._clean(event) for event in self._reader.finish(where)]
+        if (note := self._unencodable.note()) is not None:
+            yield TextDelta(f"\n{note}")
+        yield from events
+
+    def _clean(self, event: StreamEvent) -> StreamEvent:
+        clean = self._unencodable.clean
+        if isinstance(event, TextDelta):
+            return TextDelta(clean(event.text))
+        if isinstance(event, NativeCall):
+            return NativeCall(clean(event.call_id), clean(event.name),
+                              self._unencodable.clean_json(event.arguments))
+        return event
 
 
 class Chunks(Protocol[C_co]):
@@ -168,36 +215,78 @@ class AsyncChunks(Protocol[C_co]):
     async def close(self) -> None: ...
 
 
+class _Watch:
+    """One reply's stream held to what its ``request`` may take (see
+    :class:`~fencecall.accounting.checks.ReplyBounds`): usage that cannot be true is left
+    out, so fencecall counts the reply itself, and :meth:`over` says when to cut it."""
+
+    def __init__(self, request: ChatRequest, taken: Tally):
+        self.bounds = ReplyBounds(
+            request.max_tokens, request.output_room,
+            lambda: request_tokens(Bytes(), request.system, wire_texts(request.messages),
+                                   request.tools))
+        self.taken = taken
+        self.cut: str | None = None
+
+    def events(self, events: Iterable[StreamEvent]) -> Iterator[StreamEvent]:
+        """``events`` but usage that cannot be true of the reply so far."""
+        for event in events:
+            if not isinstance(event, Usage) or self.bounds.believable(event, self.taken):
+                yield event
+
+    def over(self) -> bool:
+        """Whether the reply is past what it may take: its stream is to be closed."""
+        self.cut = self.bounds.cut(self.taken)
+        return self.cut is not None
+
+    def ending(self, reader: ChunkReader[C], where: str) -> Iterable[StreamEvent]:
+        """The events that end the stream: a cut one ends cut (its unfinished calls and any
+        usage dropped), else as ``reader`` ends it."""
+        if self.cut is not None:
+            return (StreamEnd(self.cut, cut=True),)
+        return self.events(reader.finish(where))
+
+
 def read_stream(where: str, errors: type[Exception], open_stream: Callable[[], Chunks[C]],
-                reader: ChunkReader[C]) -> Generator[StreamEvent, None, None]:
-    """The events of the stream ``open_stream`` opens, its errors translated (``errors`` is
-    the SDK's base class); the response is closed however the reading ends."""
+                reader: ChunkReader[C], request: ChatRequest) -> Generator[StreamEvent, None, None]:
+    """The events of the stream ``open_stream`` opens for ``request``, its errors translated
+    (``errors`` is the SDK's base class), cut once the reply is past what the request may take
+    (:class:`_Watch`); the response is closed however the reading ends."""
+    reader = Encodable(reader)
+    watch = _Watch(request, reader.taken)
     with vendor_errors(where, errors):
         stream = open_stream()
         try:
             with reading_stream(where):
                 for chunk in stream:
-                    yield from reader.feed(chunk)
+                    yield from watch.events(reader.feed(chunk))
+                    if watch.over():
+                        break
         finally:
             stream.close()
-    yield from reader.finish(where)
+    yield from watch.ending(reader, where)
 
 
 async def aread_stream(where: str, errors: type[Exception],
                        opening: AbstractAsyncContextManager[AsyncChunks[C]],
-                       reader: ChunkReader[C]) -> AsyncGenerator[StreamEvent, None]:
+                       reader: ChunkReader[C],
+                       request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
     """:func:`read_stream` on an event loop, the stream opened by entering ``opening`` (a
     gate's request) and closed before it is left."""
+    reader = Encodable(reader)
+    watch = _Watch(request, reader.taken)
     with vendor_errors(where, errors):
         async with opening as stream:
             try:
                 with reading_stream(where):
                     async for chunk in stream:
-                        for event in reader.feed(chunk):
+                        for event in watch.events(reader.feed(chunk)):
                             yield event
+                        if watch.over():
+                            break
             finally:
                 await stream.close()
-    for event in reader.finish(where):
+    for event in watch.ending(reader, where):
         yield event
 
 

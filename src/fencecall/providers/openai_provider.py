@@ -10,6 +10,8 @@ from typing import Any
 import httpx2
 import openai
 
+from ..accounting.checks import count_of
+from ..accounting.tokens import Tally
 from ..message import Usage
 from ..tools.spec import api_name
 from .base import (
@@ -66,17 +68,18 @@ def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
     return out
 
 
-def _usage(usage: Mapping[str, Any]) -> Usage:
-    """Chat-completions usage: cached prompt tokens are part of ``prompt_tokens``. A count
-    that is not a number counts as none (servers vary; the reply is still good)."""
+def _usage(usage: Mapping[str, Any]) -> Usage | None:
+    """Chat-completions usage: cached prompt tokens are part of ``prompt_tokens``. None where
+    a count is missing or no count (see :func:`~fencecall.accounting.checks.count_of`), or
+    more are cached than were sent: the reply is still good, and fencecall counts it."""
     details = usage.get("prompt_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else 0
-    return Usage(input_tokens=max(0, _count(usage.get("prompt_tokens")) - cached),
-                 output_tokens=_count(usage.get("completion_tokens")), cache_read_tokens=cached)
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    cached = count_of(details.get("cached_tokens"), 0) if isinstance(details, dict) else 0
+    prompt = count_of(usage.get("prompt_tokens"))
+    completion = count_of(usage.get("completion_tokens"))
+    if prompt is None or completion is None or cached is None or cached > prompt:
+        return None
+    return Usage(input_tokens=prompt - cached, output_tokens=completion,
+                 cache_read_tokens=cached)
 
 
 class _Chunks:
@@ -86,17 +89,20 @@ class _Chunks:
     def __init__(self) -> None:
         self.pending: dict[int, dict[str, str]] = {}
         self.stop_reason: str | None = None
+        self.taken = Tally()
 
     def feed(self, chunk: object) -> Iterator[StreamEvent]:
         if not isinstance(chunk, dict):
             raise TypeError(f"a chunk that is not a JSON object: {chunk!r:.80}")
-        if (usage := chunk.get("usage")) and isinstance(usage, dict):
-            yield _usage(usage)
+        if (usage := chunk.get("usage")) and isinstance(usage, dict) \
+                and (reported := _usage(usage)) is not None:
+            yield reported
         if not (choices := chunk.get("choices")):
             return
         choice = choices[0]
         delta = choice.get("delta") or {}
         if content := delta.get("content"):
+            self.taken.add(content)
             yield TextDelta(content)
         for part in delta.get("tool_calls") or ():
             slot = self.pending.setdefault(
@@ -105,7 +111,9 @@ class _Chunks:
                 slot["id"] = call_id
             if function := part.get("function"):
                 slot["name"] += function.get("name") or ""
-                slot["args"] += function.get("arguments") or ""
+                piece = function.get("arguments") or ""
+                self.taken.add(piece)
+                slot["args"] += piece
         self.stop_reason = choice.get("finish_reason") or self.stop_reason
 
     def finish(self, where: str) -> Iterator[StreamEvent]:
@@ -158,7 +166,7 @@ class OpenAIProvider:
             f"{self.name} ({self.url})", openai.APIError,
             lambda: self._client.post("/chat/completions", body=body, cast_to=object,
                                       stream=True, stream_cls=openai.Stream[object]),
-            _Chunks())
+            _Chunks(), request)
 
     def astream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         where = f"{self.name} ({self.url})"
@@ -166,7 +174,7 @@ class OpenAIProvider:
             lambda: self._async_clients.get().next().post(
                 "/chat/completions", body=_body(request), cast_to=object, stream=True,
                 stream_cls=openai.AsyncStream[object]),
-            where, _failure), _Chunks())
+            where, _failure), _Chunks(), request)
 
     async def aclose(self) -> None:
         """Closes the running loop's async connections (before the loop ends, so that none
