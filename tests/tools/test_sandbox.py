@@ -512,9 +512,11 @@ import glob, os
 found = [os.environ.get('FAKE_SECRET'), os.path.exists('/proc/HOST_PID')]
 for path in glob.glob('/proc/*/environ') + glob.glob('/proc/*/task/*/environ'):
     try:
-        found.append(open(path, 'rb').read().decode(errors='replace'))
+        text = open(path, 'rb').read().decode(errors='replace')
     except OSError as err:
-        found.append(str(err))
+        text = str(err)
+    if 'FAKE_SECRET' in text or 'denied' in text:  # all of every environment would be cut
+        found.append(text)
 found"""
 
 
@@ -524,7 +526,7 @@ def test_fencecalls_environment_cannot_be_read(workspace: Path) -> None:
                             [PYTHON_SECRET_PROBE])
     for probe, output in zip([*SECRET_PROBES, "python"], outputs, strict=True):
         assert SECRET not in output, probe
-    assert "[None, False, " in outputs[-1]
+    assert outputs[-1].startswith("[None, False")  # no variable, no host pid in /proc
 
 
 def test_the_secret_probes_do_find_an_unsandboxed_secret(workspace: Path) -> None:
