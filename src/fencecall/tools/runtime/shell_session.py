@@ -140,9 +140,13 @@ def _first_child(pid: int) -> int | None:
     return int(words[0]) if words else None
 
 
-def _command_line(pid: int) -> str | None:
+def _running(bash: int | None) -> str | None:
+    """The command line of what ``bash`` runs now (its first child), for a stop's report."""
+    child = _first_child(bash) if bash is not None else None
+    if child is None:
+        return None
     try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()[:4096]
+        raw = Path(f"/proc/{child}/cmdline").read_bytes()[:4096]
     except OSError:
         return None
     words = raw.rstrip(b"\0").decode("utf-8", errors="replace").split("\0")
@@ -280,8 +284,7 @@ class _Bash:
     def running(self) -> str | None:
         """What bash runs now (its first child's command line), for a stop's report."""
         self.children()
-        child = _first_child(self._bash) if self._bash is not None else None
-        return _command_line(child) if child is not None else None
+        return _running(self._bash)
 
     def kill_bash(self) -> None:
         """SIGKILL bash itself, not what runs below it: it runs nothing more."""
@@ -746,6 +749,4 @@ class ShellSession:
 
 def _one_shot_running(proc: subprocess.Popen[bytes]) -> str | None:
     """What a read-only run's bash (pid 2 of its sandbox) runs now."""
-    bash = sandboxed_pid(proc.pid, live_processes())
-    child = _first_child(bash) if bash is not None else None
-    return _command_line(child) if child is not None else None
+    return _running(sandboxed_pid(proc.pid, live_processes()))
