@@ -130,19 +130,42 @@ def _block_saves(data: MessagePreProcess) -> Block | None:
     return Block("no saves") if "save" in data.message.content else None
 
 
-def test_stream_stops_at_the_first_complete_call(workspace: Path, tmp_path: Path) -> None:
+def _send_streamed(text: str, workspace: Path,
+                   tmp_path: Path) -> tuple[ReplyDone, ScriptedProvider, Agent]:
+    """Send one prompt whose reply is ``text`` in 4-character chunks: the first reply's end,
+    the provider and the agent."""
     done: list[ReplyDone] = []
-    text = f"{F}shell\necho one\n{F}\n{F}shell\necho two\n{F}\nand I made up the result\n"
     with make_session(workspace) as session:
         provider = ScriptedProvider([ScriptedReply(text, chunk_size=4), "ok"])
         agent = agent_for(provider, session, tmp_path, fmt="markdown",
                           on_event=lambda e: done.append(e) if isinstance(e, ReplyDone) else None)
         agent.send("go")
-    assert done[0].stopped_early
-    assert done[0].message.content == f"{F}shell\necho one\n{F}"
+    return done[0], provider, agent
+
+
+def test_stream_stops_at_the_first_complete_call(workspace: Path, tmp_path: Path) -> None:
+    text = f"{F}shell\necho one\n{F}\n{F}shell\necho two\n{F}\nand I made up the result\n"
+    first, provider, agent = _send_streamed(text, workspace, tmp_path)
+    assert first.stopped_early
+    assert first.message.content == f"{F}shell\necho one\n{F}"
     assert provider.delivered[0] < len(text) // 4
     [result] = [m for m in agent.conversation.messages if m.role == "system"]
     assert "one" in result.content and "two" not in result.content
+
+
+def test_a_save_block_followed_by_prose_cuts_the_stream_at_its_fence(workspace: Path,
+                                                                    tmp_path: Path) -> None:
+    """As for a shell block: the reply stored ends at the save call's closing fence, the
+    made-up rest is never read, and the model gets the result with no error."""
+    text = (f"{F}save a.py\nprint(1)\n{F}\nNow I run it.\n{F}shell\npython3 a.py\n{F}\n"
+            "It printed 1.\n" + "More made-up text. " * 50)
+    first, provider, agent = _send_streamed(text, workspace, tmp_path)
+    assert first.stopped_early
+    assert first.message.content == f"{F}save a.py\nprint(1)\n{F}"
+    assert provider.delivered[0] < len(f"{F}save a.py\nprint(1)\n{F}\nNow") // 4 + 2
+    assert (workspace / "a.py").read_text() == "print(1)\n"
+    [result] = [m for m in agent.conversation.messages if m.role == "system"]
+    assert "never closed" not in result.content and "a.py" in result.content
 
 
 def test_a_broken_call_is_told_to_the_model_and_the_loop_goes_on(workspace: Path,

@@ -15,7 +15,7 @@ from fencecall import Message, Session, StreamParser, Toolchain, auto_yes, parse
 from fencecall.agent.near_miss import near_misses
 from fencecall.execution import resolve
 from fencecall.parsing import Diagnostic, ToolCall
-from fencecall.parsing.scanner import _holds_files, _is_langtag
+from fencecall.parsing.fences import holds_documents, is_langtag
 
 TOOLS = Toolchain.build(["shell", "save", "append", "read", "ipython"])
 F = "```"
@@ -67,7 +67,8 @@ def _viewer_openers(text: str) -> set[int]:
     fence rules (a fence of the other kind, a shorter one or one with text after it is
     content; a bare one closes), with fencecall's departures from them, which the README
     states: a langtag fence inside a block opens a nested one (an example), and so does, in a
-    document (a ``.md`` file, ``markdown``, a path), a bare fence followed by a line of text;
+    document (a markdown-like file: ``.md``, ``.txt``, no extension; ``markdown``) or a block
+    that held an example, a bare fence followed by a line of text;
     a bare fence longer than the opener is content; and a fence with thinking glued to it is
     thinking outside a block and closes a block of its exact length."""
     openers: set[int] = set()
@@ -86,12 +87,13 @@ def _viewer_openers(text: str) -> set[int]:
         if not open_char:
             if not thinking:
                 open_char, open_count = char, count
-                document, nested = _holds_files(info.strip()), 0
+                document, nested = count == 3 and holds_documents(info.strip()), 0
                 openers.add(number)
         elif char != open_char or count < open_count:
             continue
-        elif _is_langtag(info):
+        elif is_langtag(info):
             nested += 1  # an example: a block nested in the block
+            document = True  # which may hold bare ones from now on
         elif document and not info.strip() and count == open_count and not nested \
                 and number + 1 < len(lines) and lines[number + 1].strip() \
                 and not lines[number + 1].lstrip().startswith(("```", "~~~")):
@@ -182,13 +184,13 @@ def test_a_call_written_inside_another_block_is_named_unless_that_block_ran(
 
 
 def test_a_file_block_read_as_closing_at_an_ambiguous_fence_says_what_was_written() -> None:
-    text = f"{F}save app.py\nx = 1\n{F}\nMore\n{F}\n"
+    text = f"{F}save app.md\nx = 1\n{F}\nMore\n{F}\n"
     parsed = parse(text)
     [call] = parsed.calls
     assert call.content == "x = 1"
     [note] = parsed.diagnostics
     assert note.kind == "ambiguous" and note.name == "save"
-    assert "it holds lines 2 to 2 only" in note.message and "````save app.py" in note.message
+    assert "it holds lines 2 to 2 only" in note.message and "````save app.md" in note.message
 
 
 def test_near_misses_see_the_blocks_the_parser_sees() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fencecall.parsing.scanner import _needle_groups, _NeedleFinder
+from fencecall.parsing.needles import NeedleFinder, needle_groups
 from fencecall.parsing.strings import COMPILED, TOO_DENSE, find_first_of, find_literal, starts_at
 
 NEEDLES = [("```",), ("<think", "<tool-use>", "<function_calls>"), ("<tool_call>", "<tool"),
@@ -35,7 +35,7 @@ def test_the_first_of_a_group_is_the_earliest_str_find(text: str, needles: tuple
 def test_the_scanners_needle_finder_finds_the_earliest_needle(
         text: str, steps: list[tuple[int, bool]]) -> None:
     needles = ("```", "<think", "<tool-use>", "<function_calls>", "@")
-    finder = _NeedleFinder(text, _needle_groups(needles))
+    finder = NeedleFinder(text, needle_groups(needles))
     pos = 0
     for step, past_fences in steps:
         pos += step
@@ -52,7 +52,7 @@ def test_a_text_dense_in_first_characters_hands_over_to_str_find() -> None:
         assert find_first_of(text, ("<tool-use>", "<think"), 0) == (TOO_DENSE, "")
     assert find_literal(text, "<tool-use>", 3) == len(text) - 10
     assert find_literal("``a" * 100, "```", 0) == -1
-    finder = _NeedleFinder(text, _needle_groups(("<tool-use>", "<think")))
+    finder = NeedleFinder(text, needle_groups(("<tool-use>", "<think")))
     assert finder.find(0) == ("<think", 5000)
     assert finder.find(5001) == ("<tool-use>", len(text) - 10)
 @given(st.text(alphabet="ab<", max_size=12), st.text(alphabet="ab<", min_size=1, max_size=3),
