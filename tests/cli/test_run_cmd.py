@@ -53,3 +53,30 @@ def test_run_reports_failures_and_bad_options(tmp_path: Path) -> None:
     empty = tmp_path / "empty.md"
     empty.write_text("just prose\n")
     assert "No tool calls found" in fencecall("run", str(empty), "-w", str(tmp_path)).stdout
+
+
+def test_run_names_the_blocks_of_tools_not_loaded(tmp_path: Path) -> None:
+    result = fencecall("run", "-t", "read", "-w", str(tmp_path), str(EXAMPLE))
+    assert result.returncode == 1, result.stdout + result.stderr
+    said = " ".join(result.stdout.split())  # as a terminal of any width wraps it
+    for tool, line in (("shell", 3), ("save", 7), ("shell", 11)):
+        assert (f"The {tool} tool is not loaded in this run, so the ```{tool} block on line "
+                f"{line} did not run. Loaded tools: read.") in said
+    assert "No tool calls found" not in said
+    assert "calls of tools this run did not load (save, shell); name them in --tools" in said
+    assert not (tmp_path / "hello.py").exists()
+    result = fencecall("run", "-t", "read", "--json", "-w", str(tmp_path), str(EXAMPLE))
+    assert result.returncode == 1
+    results = json.loads(result.stdout)
+    assert [(r["tool"], r["metadata"]["unloaded"], r["metadata"]["line"]) for r in results] == [
+        ("shell", ["shell"], 3), ("save", ["save"], 7), ("shell", ["shell"], 11)]
+    assert all(r["metadata"]["status"] == "error" for r in results)
+    assert "did not load (save, shell)" in " ".join(result.stderr.split())
+
+
+def test_run_tells_nothing_of_plain_code_blocks(tmp_path: Path) -> None:
+    reply = tmp_path / "reply.md"
+    reply.write_text("The data:\n```json\n{\"a\": 1}\n```\n\n```diff\n-a\n+b\n```\n")
+    result = fencecall("run", "-t", "read", "-w", str(tmp_path), str(reply))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No tool calls found." in result.stdout and "not loaded" not in result.stdout

@@ -29,6 +29,8 @@ from fencecall.tools.events import (
     ToolPreExecute,
 )
 
+from ..sample_tools import CATALOGUE
+
 F = "```"
 
 
@@ -280,3 +282,29 @@ def test_an_unclosed_block_is_told_only_if_it_names_a_tool(toolchain: Toolchain,
     [told] = list(session.execute(f"{F}add 1\n{F}\n{F}echo\nhello\n"))[1:]
     assert told.content.startswith(f"The {F}echo block opened on line 3 was never closed")
     assert list(session.execute(f"Example:\n{F}python\nprint(1)\n")) == []
+
+
+def test_calls_of_tools_not_loaded_are_answered_in_their_place(tmp_path: Path) -> None:
+    session = Session(Toolchain.build(["echo"], catalogue=CATALOGUE), workspace=tmp_path)
+    text = (f"{F}add 1\n{F}\n{F}say\nhi\n{F}\n{F}json\n{{}}\n{F}\n{F}notes\nx\n{F}\n"
+            f"~~~~secret\nx\n~~~~\n")
+    results = list(session.execute(text))
+    assert [m.content for m in results] == [
+        f"The add tool is not loaded in this run, so the {F}add block on line 1 did not run. "
+        "Loaded tools: echo.", "echo: hi", "args: ()",
+        "The secret tool is not loaded in this run, so the ~~~~secret block on line 12 did not "
+        "run. Loaded tools: echo."]
+    assert [(m.tool, m.status, m.metadata.get("unloaded"), m.metadata.get("line"))
+            for m in results] == [("add", Status.ERROR, ["add"], 1), ("echo", None, None, None),
+                                  ("echo", None, None, None),
+                                  ("secret", Status.ERROR, ["secret"], 12)]
+    assert results[0].failed and results[0].call is not None
+
+
+def test_a_named_call_of_a_tool_not_loaded_says_so(tmp_path: Path) -> None:
+    session = Session(Toolchain.build(["echo"], catalogue=CATALOGUE), workspace=tmp_path)
+    [answer] = list(session.execute('@add(c1): {"a": 1}', "tool"))
+    assert answer.content == ("The add tool is not loaded in this run, so this call did not "
+                              "run. Loaded tools: echo.")
+    assert (answer.call_id, answer.tool, answer.status) == ("c1", "add", Status.ERROR)
+    assert answer.metadata["unloaded"] == ["add"]

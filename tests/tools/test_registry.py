@@ -244,3 +244,17 @@ def test_only_a_path_that_may_declare_plugins_reads_installed_metadata(
     archive.write_bytes(b"PK\x05\x06" + bytes(18))
     monkeypatch.setattr(sys, "path", [str(archive)])
     assert _declared_on_path(ENTRY_POINT_GROUP)  # only importlib.metadata reads a zip
+
+
+def test_the_known_tools_left_out_are_found_by_name_and_langtag() -> None:
+    chain = Toolchain.build(["echo"], catalogue=CATALOGUE)
+    assert [spec.name for spec in chain.left_out] == [
+        "write", "boom", "interrupt", "add", "secret", "missing", "notes"]
+    add, secret, missing = (chain.not_loaded(name) for name in ("add", "secret", "missing"))
+    assert (add and add.name, secret and secret.name, missing and missing.name) == (
+        "add", "secret", "missing")  # left out by the allowlist, off by default, unavailable
+    assert chain.not_loaded("add 1 2", langtag=True) is add
+    assert chain.not_loaded("say", langtag=True) is None  # the loaded echo answers to it
+    assert chain.not_loaded("notes", langtag=True) is None  # informational: an example
+    assert chain.not_loaded("json", langtag=True) is chain.not_loaded("", langtag=True) is None
+    assert Toolchain(chain.tools).not_loaded("add") is None  # made by hand: none left out

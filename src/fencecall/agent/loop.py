@@ -82,7 +82,7 @@ from .context import (
 )
 from .conversation import Conversation
 from .deadline import Bounded, DeadlinePassed
-from .near_miss import feedback, near_misses
+from .feedback import reply_feedback
 from .offload import in_thread
 from .prompt import system_prompt
 from .repetition import RepetitionGuard
@@ -253,9 +253,9 @@ class Agent:
 
     ``retries`` is how often a broken reply stream is asked for again (waiting ``backoff``
     seconds, doubled each time); ``max_tokens`` the output limit asked of the model.
-    A reply that ran nothing but meant to (a near miss, a malformed call, a loop) is answered
-    with feedback and the loop goes on, at most ``feedback_limit`` times in a row (0: near
-    misses get no feedback and end the turn like an answer).
+    A reply that ran nothing but meant to (a near miss, a block of a tool not loaded, a
+    malformed call, a loop) is answered with feedback and the loop goes on, at most
+    ``feedback_limit`` times in a row (0: no feedback; such a reply ends the turn).
 
     ``autonomous``: nobody reads the replies, so only a call of the complete tool (which the
     session's tools must hold) ends the run done; a reply without a call is reminded of it,
@@ -403,7 +403,6 @@ class Agent:
                     self._record(system("Not run: the user interrupted the reply (Ctrl-C).",
                                         Status.INTERRUPTED).tagged(call.call_id, call.name))
                 return Outcome.INTERRUPTED
-            told = False
             calls = reply.calls + reply.native
             if calls:
                 self._emit(CallsFound(tuple(calls)))
@@ -413,23 +412,20 @@ class Agent:
                 return Outcome.INTERRUPTED
             if ran.complete:
                 return Outcome.DONE
-            told = ran.told
+            told = ran.told or reply.looped is not None
             if reply.looped is not None:
                 self._record(system(reply.looped, Status.ERROR, loop=True))
+            elif self.feedback_limit > 0 and (said := reply_feedback(
+                    reply.message.content, self.format, self.session.toolchain,
+                    misses=not (calls or told or reply.cut))) is not None:
+                self._record(said)
                 told = True
-            elif reply.cut:
+            if reply.cut and reply.looped is None:
                 self._record(system(CONTINUE.format(limit=self.max_tokens), cut=True))
                 continue
             if calls:
                 fruitless = 0
                 continue
-            if not told and self.feedback_limit > 0:
-                misses = near_misses(reply.message.content, self.format,
-                                     self.session.toolchain)
-                if misses:
-                    self._record(system(feedback(misses), Status.ERROR,
-                                        near_miss=[miss.kind for miss in misses]))
-                    told = True
             if not told:
                 if not self.autonomous:
                     return Outcome.DONE

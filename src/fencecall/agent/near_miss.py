@@ -63,13 +63,6 @@ def near_misses(text: str, fmt: CallFormat | str, toolchain: Toolchain) -> list[
     return found
 
 
-def feedback(misses: list[NearMiss]) -> str:
-    """One system message for all of a reply's near misses."""
-    parts = [miss.message() for miss in misses]
-    parts.append("If it was only meant as an example, say so and go on.")
-    return "\n\n".join(parts)
-
-
 def _blocks(text: str) -> Iterator[tuple[str, str, str]]:
     """Each fenced block of ``text`` as the parser reads it (its fence, langtag and content),
     a block left open at the end included (its content runs to the end)."""

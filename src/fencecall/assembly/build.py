@@ -12,7 +12,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..accounting import Account, Estimate, Pricing, Spend, TokenCounter, counter_for
@@ -107,7 +107,7 @@ def _selected(settings: RunSettings, config: Config, servers: McpServers | None)
     chain = Toolchain.build(settings.tools, root=settings.workspace,
                             packages=config.tool_packages, extra=extra)
     if settings.autonomous and chain.get(complete.NAME) is None:  # off by default
-        chain = Toolchain((*chain.tools, complete.tool))
+        chain = replace(chain, tools=(*chain.tools, complete.tool))
     return chain
 
 

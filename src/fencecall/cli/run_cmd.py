@@ -1,4 +1,8 @@
-"""``fencecall run REPLY``: execute the tool calls in a saved model reply."""
+"""``fencecall run REPLY``: execute the tool calls in a saved model reply.
+
+It exits 1 when a call did not do its job: it failed, was blocked or declined, could not be
+read, or called a tool this run did not load (each such block is answered in its place).
+"""
 
 from __future__ import annotations
 
@@ -49,4 +53,8 @@ def run(args: argparse.Namespace) -> int:
         console.print("No tool calls found.")
     if any(m.status is Status.DECLINED for m in results) and not args.yes:
         console.print("Some calls needed confirmation and were declined; pass -y to allow them.")
+    unloaded = sorted({tool for m in results for tool in m.metadata.get("unloaded", ())})
+    if unloaded:
+        console.print(visible_text(f"Not run: calls of tools this run did not load "
+                                   f"({', '.join(unloaded)}); name them in --tools to run them."))
     return 1 if any(m.failed for m in results) else 0

@@ -7,7 +7,8 @@ provider's native calls) and runs them in order:
     (may block) → confirmation → the tool (timed) → tool post hooks → message post hooks
 
 Every failure on the way, an exception in a tool included, becomes a ``system`` message with
-a :class:`~fencecall.message.Status`; a :class:`~fencecall.tools.ToolError` becomes its
+a :class:`~fencecall.message.Status` (so does a call of a known tool this run did not load,
+in its place: see :mod:`.unloaded`); a :class:`~fencecall.tools.ToolError` becomes its
 message. An interrupt (Ctrl-C) stops the call and the ones after it, and each of those is
 answered too, so no call id goes without a result.
 """
@@ -36,6 +37,7 @@ from ..tools.events import (
     ToolPreExecute,
 )
 from ..tools.spec import ExecuteResult
+from .unloaded import line_of, not_loaded, notice
 
 
 class Runner(ToolContext, Protocol):
@@ -83,11 +85,12 @@ def execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
     """Run ``calls``, which ``message`` made, through hooks and confirmation, in order.
 
     ``diagnostics`` (what the parser found meant as a call but unable to run) are said to the
-    model in their place among the results. ``history`` is the conversation so far, handed to
-    pre-execute hooks (empty for a reply run on its own). Every message that comes out, hook
-    notes included, has known secrets redacted before anyone shows, logs or sends it, and is
-    made encodable (:func:`~fencecall.message.safe_text`: a tool's or an MCP server's lone
-    surrogate becomes U+FFFD, and a line after the text says so).
+    model in their place among the results, and so are code blocks of known tools this run
+    did not load. ``history`` is the conversation so far, handed to pre-execute hooks (empty
+    for a reply run on its own). Every message that comes out, hook notes included, has known
+    secrets redacted before anyone shows, logs or sends it, and is made encodable
+    (:func:`~fencecall.message.safe_text`: a tool's or an MCP server's lone surrogate becomes
+    U+FFFD, and a line after the text says so).
     """
     for result in _execute_calls(session, message, calls, diagnostics, tuple(history)):
         yield replace(result, content=safe_text(session.redact(result.content)))
@@ -96,10 +99,13 @@ def execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
 def _execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
                    diagnostics: Iterable[Diagnostic],
                    history: tuple[Message, ...]) -> Iterator[Message]:
+    calls = list(calls)
     uses = [use for call in calls if (use := resolve(call, session.toolchain)) is not None]
     ran = {use.call.start for use in uses if use.call.is_codeblock}
-    notes = [_diagnostic_message(d) for d in diagnostics
-             if _concerns_a_tool(d, session) and not (d.kind == "swallowed" and d.start in ran)]
+    told = [_diagnostic_message(d) for d in diagnostics
+            if _concerns_a_tool(d, session) and not (d.kind == "swallowed" and d.start in ran)]
+    notes = sorted([*told, *_unloaded_answers(calls, message, session.toolchain)],
+                   key=lambda note: note[0])
     pre = session.hooks.run(MESSAGE_PRE_PROCESS, MessagePreProcess(session, message))
     yield from pre.messages
     results: list[Message] = []
@@ -143,6 +149,17 @@ def _concerns_a_tool(diagnostic: Diagnostic, session: Runner) -> bool:
 def _diagnostic_message(diagnostic: Diagnostic) -> tuple[int, Message]:
     return diagnostic.start, system(diagnostic.message, Status.ERROR,
                                     diagnostic=diagnostic.kind)
+
+
+def _unloaded_answers(calls: list[ToolCall], message: Message,
+                      toolchain: Toolchain) -> Iterator[tuple[int, Message]]:
+    """An answer to each code block that calls a tool not loaded here, for its place among
+    the results (a named call of one is answered as it runs: see :func:`_results`)."""
+    for call in calls:
+        if call.is_codeblock and (spec := not_loaded(call, toolchain)) is not None:
+            answer = system(notice([(call, spec)], message.content, toolchain), Status.ERROR,
+                            unloaded=[spec.name], line=line_of(call, message.content))
+            yield call.start, _recorded(answer.tagged(call.call_id, spec.name))
 
 
 def _answer_each(uses: list[ToolUse], text: str, status: Status) -> list[Message]:
@@ -213,6 +230,10 @@ def call_record(last: Message, duration: float, failure: Message | None = None) 
 
 def _results(session: Runner, use: ToolUse, history: tuple[Message, ...]) -> Iterator[Message]:
     spec = use.spec
+    if spec is None and (missing := not_loaded(use.call, session.toolchain)) is not None:
+        yield system(notice([(use.call, missing)], "", session.toolchain), Status.ERROR,
+                     unloaded=[missing.name])
+        return
     if spec is None:
         known = ", ".join(session.toolchain.names()) or "none"
         yield system(f"Unknown tool {use.call.name!r}. Available tools: {known}.", Status.ERROR)

@@ -4,7 +4,8 @@ Allowlist entries are tool names, ``fnmatch`` globs (``mcp.*``), ``hint:TAG`` (e
 carrying that hint), or paths to ``.py`` files. Tools marked ``disabled_by_default`` load
 only when named exactly. A name that matches nothing is an error; a named tool that is not
 available here is a warning. A Toolchain is immutable, so sessions in different threads
-each hold their own and never see each other's tools.
+each hold their own and never see each other's tools. It also remembers the known tools it
+left out, so that a call of one is told it did not run rather than taken for plain text.
 """
 
 from __future__ import annotations
@@ -50,8 +51,13 @@ class Toolchain:
     """An ordered, immutable set of loaded tools (sorted by load priority, then name)."""
 
     tools: tuple[ToolSpec, ...] = ()
+    left_out: tuple[ToolSpec, ...] = field(default=(), repr=False, compare=False)
+    """Known tools the selection did not load (a built-in ``--tools`` left out, an MCP tool a
+    glob filtered out, one off by default or not available here); never initialised."""
     _by_name: dict[str, ToolSpec] = field(init=False, repr=False, compare=False)
     _by_block: dict[str, ToolSpec] = field(init=False, repr=False, compare=False)
+    _left_out: tuple[dict[str, ToolSpec], dict[str, ToolSpec]] = field(
+        init=False, repr=False, compare=False)
     _instructions: dict[tuple[str, bool], str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -68,6 +74,15 @@ class Toolchain:
                 by_block.setdefault(block_type, spec)
         object.__setattr__(self, "_by_name", by_name)
         object.__setattr__(self, "_by_block", by_block)
+        left_by_name: dict[str, ToolSpec] = {}
+        left_by_block: dict[str, ToolSpec] = {}
+        for spec in self.left_out:  # one added after the selection (complete) is loaded
+            if spec.is_runnable and spec.name not in by_name:
+                left_by_name.setdefault(spec.name, spec)
+                left_by_name.setdefault(api_name(spec.name), spec)
+                for block_type in spec.block_types:
+                    left_by_block.setdefault(block_type, spec)
+        object.__setattr__(self, "_left_out", (left_by_name, left_by_block))
         object.__setattr__(self, "_instructions", {})
 
     @classmethod
@@ -81,7 +96,8 @@ class Toolchain:
         the tools of those packages and their modules, ``extra`` more tools (an MCP
         server's, say). File entries are
         loaded with :func:`load_from_file`; relative ones are resolved against ``root`` (the
-        workspace) and must stay inside it.
+        workspace) and must stay inside it. The known tools not selected are kept as
+        :attr:`left_out`.
         """
         known = list(builtin_tools()) + plugin_tools() if catalogue is None else list(catalogue)
         known += package_tools(packages)
@@ -102,7 +118,8 @@ class Toolchain:
             for name in spec.requires:
                 if name in first_of:
                     chosen.setdefault(name, first_of[name])
-        return cls(tuple(_initialise(spec) for spec in chosen.values()))
+        return cls(tuple(_initialise(spec) for spec in chosen.values()),
+                   tuple(spec for name, spec in first_of.items() if name not in chosen))
 
     def get(self, name: str) -> ToolSpec | None:
         """The tool called ``name`` (or its provider-safe form, ``mcp__fetch``)."""
@@ -112,6 +129,15 @@ class Toolchain:
         """The tool a code block's langtag dispatches to (by its first word)."""
         words = langtag.split(maxsplit=1)
         return self._by_block.get(words[0]) if words else None
+
+    def not_loaded(self, name: str, *, langtag: bool = False) -> ToolSpec | None:
+        """The known tool, not loaded here, that a call of ``name`` means (``langtag``: a code
+        block's, by its first word), unless a loaded tool answers to it."""
+        by_name, by_block = self._left_out
+        if langtag:
+            words = name.split(maxsplit=1)
+            return None if not words or self.for_langtag(name) else by_block.get(words[0])
+        return None if self.get(name) else by_name.get(name)
 
     def names(self) -> list[str]:
         return [spec.name for spec in self.tools]

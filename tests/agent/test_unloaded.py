@@ -1,0 +1,133 @@
+"""A call of a tool fencecall knows but the run did not load: the model hears which tool is
+missing and which are loaded, in the next request, and a reply that ran nothing else counts
+toward the feedback limit; a plain code block (```json) is told nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fencecall.agent import Agent, Conversation, Outcome
+from fencecall.agent.feedback import reply_feedback
+from fencecall.execution import Session, auto_yes
+from fencecall.parsing import MARKDOWN
+from fencecall.providers import ScriptedProvider, ScriptedReply
+from fencecall.providers.openai_provider import OpenAIProvider
+from fencecall.tools import Toolchain
+from fencecall.tools.builtin import complete
+
+from ..fakeserver import FakeModelServer, Reply
+
+F = "```"
+LOADED = ["read", "save"]
+
+
+@pytest.fixture
+def session(workspace: Path) -> Iterator[Session]:
+    with Session(Toolchain.build(LOADED), workspace=workspace, confirm=auto_yes,
+                 sandbox="off") as made:
+        yield made
+
+
+def run(session: Session, tmp_path: Path, *replies: str, **options: object) -> Agent:
+    provider = ScriptedProvider([ScriptedReply(text) for text in replies])
+    agent = Agent(provider, "m", session, Conversation.create(tmp_path, "unloaded"),
+                  **options)  # type: ignore[arg-type]
+    agent.outcome = agent.send("do it")  # type: ignore[attr-defined]
+    return agent
+
+
+def told(agent: Agent) -> list[str]:
+    return [m.content for m in agent.conversation.messages if "unloaded" in m.metadata]
+
+
+def test_the_next_request_names_the_tool_and_the_loaded_ones(session: Session) -> None:
+    reply = f"I will look around.\n\n{F}shell\nls -la\n{F}\n"
+    with FakeModelServer([Reply(reply), Reply("I cannot run commands here.")]) as server:
+        provider = OpenAIProvider(api_key=None, base_url=server.openai_url, max_retries=0)
+        outcome = Agent(provider, "m", session).send("what is in this folder?")
+    assert outcome is Outcome.DONE
+    assert len(server.requests) == 2
+    last = server.requests[1].body["messages"][-1]["content"]
+    assert (f"The shell tool is not loaded in this run, so the {F}shell block on line 3 did "
+            "not run. Loaded tools: save, read.") in last
+
+
+@pytest.mark.parametrize(("block", "tool", "written"), [
+    (f"{F}bash\nls\n{F}", "shell", f"the {F}bash block on line 2"),
+    ("~~~sh\nls\n~~~", "shell", "the ~~~sh block on line 2"),
+    (f"{F}ipython\nprint(1)\n{F}", "ipython", f"the {F}ipython block on line 2"),
+    (f"{F}py\nprint(1)\n{F}", "ipython", f"the {F}py block on line 2"),
+    (f"{F}patch a.txt\n<<<<<<< ORIGINAL\na\n=======\nb\n>>>>>>> UPDATED\n{F}", "patch",
+     f"the {F}patch block on line 2"),
+])
+def test_each_tag_of_a_tool_not_loaded_is_known(session: Session, block: str, tool: str,
+                                                written: str) -> None:
+    said = reply_feedback(f"Here:\n{block}\n", MARKDOWN, session.toolchain, misses=True)
+    assert said is not None and said.metadata["unloaded"] == [tool]
+    assert f"The {tool} tool is not loaded in this run, so {written} did not run." \
+        in said.content
+
+
+def test_plain_code_blocks_are_told_nothing(session: Session, tmp_path: Path) -> None:
+    text = (f"The config:\n{F}json\n{{\"a\": 1}}\n{F}\nThe change:\n{F}diff\n-a\n+b\n{F}\n"
+            f"{F}text\nplain\n{F}\n{F}\nA -> B\n{F}\nUse `shell` or ```shell inline.")
+    assert reply_feedback(text, MARKDOWN, session.toolchain, misses=True) is None
+    agent = run(session, tmp_path, text)
+    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    assert [m.role for m in agent.conversation.messages] == ["user", "assistant"]
+
+
+def test_a_python_block_stays_an_example_when_ipython_is_not_loaded(session: Session) -> None:
+    """``python`` is no tag of the ipython tool (it only gets near-miss feedback where
+    ipython is loaded), so with ipython left out it is code shown, not a call."""
+    text = f"{F}python\nprint(1)\n{F}\n"
+    assert reply_feedback(text, MARKDOWN, session.toolchain, misses=True) is None
+
+
+def test_replies_of_tools_not_loaded_count_toward_the_limit(session: Session,
+                                                            tmp_path: Path) -> None:
+    agent = run(session, tmp_path, *[f"{F}shell\necho {i}\n{F}\n" for i in range(5)],
+                feedback_limit=3)
+    assert agent.outcome is Outcome.GAVE_UP  # type: ignore[attr-defined]
+    assert len(told(agent)) == 3
+    assert "3 replies in a row" in agent.conversation.messages[-1].content
+
+
+def test_a_block_before_a_call_that_ran_is_told_and_not_counted(session: Session,
+                                                                tmp_path: Path) -> None:
+    both = f"{F}shell\nls\n{F}\n\n{F}save a.txt\nhi\n{F}\n"
+    agent = run(session, tmp_path, both, both, both, "Done.", feedback_limit=2)
+    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    assert (session.workspace / "a.txt").read_text() == "hi\n"
+    assert len(told(agent)) == 3
+    assert f"the {F}shell block on line 1 did not run" in told(agent)[0]
+
+
+def test_near_misses_and_tools_not_loaded_share_one_message(workspace: Path,
+                                                           tmp_path: Path) -> None:
+    with Session(Toolchain.build(["ipython"]), workspace=workspace, confirm=auto_yes,
+                 sandbox="off") as session:
+        agent = run(session, tmp_path, f"{F}python\nprint(1)\n{F}\n{F}shell\nls\n{F}\n",
+                    "Done.")
+    [said] = [m for m in agent.conversation.messages if m.role == "system"]
+    assert said.metadata["near_miss"] == ["language-tag"]
+    assert said.metadata["unloaded"] == ["shell"]
+    assert "The shell tool is not loaded" in said.content and f"{F}ipython" in said.content
+
+
+def test_without_feedback_the_turn_ends(session: Session, tmp_path: Path) -> None:
+    agent = run(session, tmp_path, f"{F}shell\nls\n{F}\n", feedback_limit=0)
+    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    assert told(agent) == []
+
+
+def test_a_tool_added_after_the_selection_is_loaded() -> None:
+    chain = Toolchain.build(["read"])
+    assert chain.not_loaded("complete", langtag=True) is complete.tool
+    added = replace(chain, tools=(*chain.tools, complete.tool))
+    assert added.not_loaded("complete", langtag=True) is None
+    assert added.not_loaded("shell", langtag=True) is not None
