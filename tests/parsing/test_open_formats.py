@@ -3,9 +3,12 @@ which finds out per reply which one (or which of the others) the model used."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fencecall.execution import Session
 from fencecall.parsing import (
@@ -22,6 +25,7 @@ from fencecall.parsing.pyscan import PyEndScanner
 from fencecall.tools import Toolchain
 
 from ..sample_tools import CATALOGUE
+from .test_properties import chunked
 
 F = "```"
 HERMES_CALL = '<tool_call>\n{"name": "shell", "arguments": {"command": "ls"}}\n</tool_call>'
@@ -353,6 +357,115 @@ def test_an_unbalanced_pythonic_list_is_reported_and_the_rest_is_read() -> None:
         "run.")
 
 
+QUOTE_HINT = "a quote inside a string must be escaped"
+
+
+@pytest.mark.parametrize(("text", "kept", "what"), [
+    ("[read(path='a'), shell(command='it's')]\n[read(path='b')]\n", [("read", {"path": "a"})],
+     f"is not valid Python (unterminated string literal); {QUOTE_HINT}"),
+    ("[read(path='a'),\n shell(command='sed -n '1,5p' a.py')]\n[read(path='b')]\n",
+     [("read", {"path": "a"})], f"is not valid Python (invalid decimal literal); {QUOTE_HINT}"),
+    ("[shell(command='echo 'hi''), read(path='a')]\n[read(path='b')]\n",
+     [("read", {"path": "a"})], "is not valid Python (invalid syntax"),
+])
+def test_a_quote_left_unescaped_ends_the_list_at_its_last_bracket(
+        text: str, kept: list[tuple[str, dict[str, object]]], what: str) -> None:
+    """Python's reading would run on to the end of the reply, hiding the good sibling and
+    every call after it; the broken call is named, with how to write the quote."""
+    for reply in (text, text.removesuffix("\n[read(path='b')]\n")):  # ending the reply, too
+        parsed = parse(reply, "pythonic")
+        after = [("read", {"path": "b"})] if reply == text else []
+        assert named(parsed.calls) == [*kept, *after]
+        diagnostic = only(parsed.diagnostics)
+        assert diagnostic.message.startswith(f"The shell(…) call on line 1 {what}")
+        assert diagnostic.kind == "malformed"
+        assert streamed(reply, "pythonic", 3) == (parsed.calls, parsed.diagnostics)
+
+
+@pytest.mark.parametrize(("text", "names", "broken"), [
+    ("[ls(path='/tmp'), f(a='x 'y', b='z')]", ["ls"], ["f"]),
+    ("[b(y=2), broken(a='x 'y', b='z'), a(x=1)]", ["b", "a"], ["broken"]),
+    ("[f(a='x 'y'), g(b='p 'q')]", [], ["f", "g"]),
+    ("[f(a='echo 'hi', b='x')]", [], ["f"]),
+])
+def test_broken_siblings_of_vllms_salvage_tests(text: str, names: list[str],
+                                                broken: list[str]) -> None:
+    """The inputs of vLLM's salvage tests (``tests/tool_parsers/test_utils.py``): the good
+    calls run in their order, and each broken one is named, never read into a sibling."""
+    parsed = parse(text, "pythonic")
+    assert [c.name for c in parsed.calls] == names
+    assert [d.name for d in parsed.diagnostics] == broken
+    assert all(QUOTE_HINT in d.message for d in parsed.diagnostics)
+
+
+def test_a_string_no_quote_closes_is_a_list_that_never_ends() -> None:
+    """No quote after it can end the string, so nothing tells the list from a reply cut off
+    mid-string: nothing in it runs, and the model is told."""
+    parsed = parse("[read(path='a'), shell(command='ls)]", "pythonic")
+    assert parsed.calls == []
+    assert only(parsed.diagnostics).kind == "unclosed"
+
+
+@pytest.mark.parametrize("text", [
+    "<|python_start|>[read(path='a'), shell(command='ls')]<|python_end|>\nDone.\n",
+    "<|python_start|> [read(path='a'), shell(command='ls')]  <|python_end|> Done.\n",
+    "<|python_start|>[read(path='a'),\n  shell(command='ls')]\n",
+    "  <|python_start|>[read(path='a'), shell(command='ls')]",
+])
+def test_llama4_tokens_around_a_list_with_or_without_the_end_token(text: str) -> None:
+    parsed = parse(text, "pythonic")
+    assert named(parsed.calls) == [("read", {"path": "a"}), ("shell", {"command": "ls"})]
+    list_end = text.index("]") + 1
+    if "<|python_end|>" in text:  # on the list's line: part of the call, so a reply cut
+        list_end = text.index("<|python_end|>") + len("<|python_end|>")  # there keeps it
+    start = text.index("<|python_start|>")
+    assert {(c.start, c.end, c.format) for c in parsed.calls} == {(start, list_end,
+                                                                   "pythonic")}
+    assert parsed.diagnostics == []
+    for size in (1, 4, 100):
+        assert streamed(text, "pythonic", size) == (parsed.calls, [])
+
+
+def test_an_end_token_before_the_list_closes_ends_the_call() -> None:
+    """The model said it was done: the calls it finished run, and the one it did not is
+    named; the reply after it is read."""
+    text = ("<|python_start|>[read(path='a'), shell(command='ls)]<|python_end|>\n"
+            "[read(path='b')]\n<|python_start|>[read(path='c')<|python_end|>\n")
+    parsed = parse(text, "pythonic")
+    assert named(parsed.calls) == [("read", {"path": "a"}), ("read", {"path": "b"}),
+                                   ("read", {"path": "c"})]
+    assert only(parsed.diagnostics).message == (
+        "The shell(…) call on line 1 is not valid Python (unterminated string literal); it "
+        "did not run.")
+    assert streamed(text, "pythonic", 2) == (parsed.calls, parsed.diagnostics)
+
+
+def test_llama4_tokens_are_read_only_at_the_start_of_a_line_outside_blocks() -> None:
+    text = (f"Next, <|python_start|>[shell(command='no')]<|python_end|>\n{F}\n"
+            f"<|python_start|>[shell(command='no')]<|python_end|>\n{F}\n"
+            "<|python_start|>shell(command='no')<|python_end|>\n<|python_start|>\n"
+            "[shell(command='yes')]\n<|python_end|>\n")
+    parsed = parse(text, "pythonic")
+    assert named(parsed.calls) == [("shell", {"command": "yes"})]
+    assert parsed.diagnostics == []
+
+
+PYTHONIC_PIECES = ["<|python_start|>", "<|python_end|>", "[read(path='a'", "[shell(x=",
+                   "'it's'", "'", '"', "'''", ", ", ")", "]", "(", "\n", " ", "#", "\\",
+                   "prose", "```", ":"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PYTHONIC_PIECES), max_size=30).map("".join),
+       st.lists(st.integers(min_value=0), max_size=12))
+def test_pythonic_replies_read_the_same_in_any_chunks(text: str, cuts: list[int]) -> None:
+    """Broken quotes, end tokens and lists that never close: streamed as parsed whole."""
+    parsed = parse(text, "pythonic")
+    parser = StreamParser("pythonic")
+    calls = [call for chunk in chunked(text, cuts) for call in parser.feed(chunk)]
+    assert (calls + parser.finish(), parser.diagnostics) == (parsed.calls, parsed.diagnostics)
+
+
 def test_pythonic_render_writes_python_literals() -> None:
     call = ToolCall("mcp.fetch", kwargs={"url": "it's \"here\"\n", "n": -1, "ok": True,
                                          "opts": {"a": [None, 1.5]}})
@@ -371,6 +484,9 @@ def test_pythonic_render_writes_python_literals() -> None:
 @pytest.mark.parametrize("source", [
     "a=1)]", "a='])')]", 'a="\\"])")]', "a='''])\n''')]", 'a="""x""""])")]', "a='', b=1)]",
     "a=1)  # ])\n]", "a=[{(1,)}])]", "a=r'\\'')]", "a='''''', b=\"\")]",
+    # a quote left unescaped in a string: the list ends at its last bracket all the same
+    "a='it's')]", "a='x 'y', b='z')]", "a='' x', b=1)]", "a='x'  \n , b='y' )]",
+    'a="say "hi"")]',
 ])
 def test_the_bracket_end_finder_is_resumable(source: str) -> None:
     source = "f(" + source  # the finder starts after the list's "["
@@ -411,6 +527,12 @@ HOSTILE = {
     "bare many parameters": "<function=a>\n" + "".join(
         f"<parameter=p{i}>x</parameter>\n" for i in range(50_000)) + "</function>",
     "broken pythonic elements": "[" + "a(x=), " * 20_000 + "]\n",
+    "open llama4 list": "<|python_start|>[a(x='" + "lorem ipsum " * 90_000,
+    "llama4 lists never closed": "<|python_start|>[a(\n" * 50_000,
+    "llama4 end tokens on open lists": "<|python_start|>[a(<|python_end|>\n" * 30_000,
+    "llama4 end tokens in a string": "<|python_start|>[a(x='" + "<|python_end|>" * 70_000,
+    "unescaped quotes": "[a(x='" + "it's " * 200_000 + "')]",
+    "quotes then blanks": "[a(x='" + "'" + " " * 1_000_000,
 }
 
 
@@ -418,6 +540,31 @@ HOSTILE = {
 def test_hostile_inputs_finish(name: str) -> None:
     for fmt in ("hermes", "qwen3-coder", "pythonic", "tool", "auto"):
         parse(HOSTILE[name], fmt)
+
+
+TAGGED_HOSTILE = {
+    "never closed": lambda n: "<|python_start|>[a(\n" * (n // 20),
+    "end tokens on open lists": lambda n: "<|python_start|>[a(<|python_end|>\n" * (n // 34),
+    "closed lists": lambda n: "<|python_start|>[a()]\n" * (n // 22),
+    "unescaped quotes": lambda n: "<|python_start|>[a(x='it's " * (n // 25) + "<|python_end|>",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TAGGED_HOSTILE))
+def test_llama4_tokens_in_hostile_replies_read_in_linear_time(name: str) -> None:
+    """Four times the text takes about four times as long, never sixteen (each list looks
+    no further than the line it ends on)."""
+    def seconds(size: int) -> float:
+        text = TAGGED_HOSTILE[name](size)
+        best = float("inf")
+        for _ in range(3):
+            began = time.perf_counter()
+            parse(text, "pythonic")
+            best = min(best, time.perf_counter() - began)
+        return best
+
+    small, large = seconds(50_000), seconds(200_000)
+    assert large < 8 * small + 0.05, (small, large)
 
 
 # -- the tool format -----------------------------------------------------------------------

@@ -12,7 +12,12 @@ Sources (vllm-project/vllm, the inputs and expected calls of these files):
 * ``HERMES``: ``tests/tool_parsers/test_hermes_tool_parser.py`` @ df6d0216aa6f
 * ``PYTHONIC``: ``tests/tool_parsers/test_pythonic_tool_parser.py`` @ dfa58d2b2769, and what
   ``vllm/tool_parsers/pythonic_tool_parser.py`` @ 0047fb9dad17 does where no test says
-  (``PYTHONIC_PARSER``)
+  (``PYTHONIC_PARSER``); the same test file @ 0716d268c7d8 adds bad siblings
+  (``PYTHONIC_SIBLINGS``)
+* ``LLAMA4``: ``tests/tool_parsers/test_llama4_pythonic_tool_parser.py`` @ 0716d268c7d8 (its
+  inputs the pythonic file holds too, word for word, are not repeated), and what
+  ``vllm/tool_parsers/llama4_pythonic_tool_parser.py`` @ 0716d268c7d8 does with the
+  ``<|python_start|>`` and ``<|python_end|>`` tokens where no test says (``LLAMA4_PARSER``)
 
 vLLM types a qwen3-coder value by the tool's JSON schema while parsing; fencecall parses
 text only and types arguments when the tool binds them (:mod:`fencecall.tools.arguments`,
@@ -43,6 +48,9 @@ QWEN_CODER = "test_qwen3coder_tool_parser.py"
 HERMES = "test_hermes_tool_parser.py"
 PYTHONIC = "test_pythonic_tool_parser.py"
 PYTHONIC_PARSER = "pythonic_tool_parser.py"
+PYTHONIC_SIBLINGS = "test_pythonic_tool_parser.py@0716d268c7d8"
+LLAMA4 = "test_llama4_pythonic_tool_parser.py"
+LLAMA4_PARSER = "llama4_pythonic_tool_parser.py"
 
 Schema = Mapping[str, Mapping[str, Any]]
 """A tool's parameters as its JSON schema's ``properties``."""
@@ -71,8 +79,8 @@ Args = Mapping[str, Any] | Refused
 class Case:
     """One vLLM test input. ``calls`` is what vLLM's test expects; where fencecall differs,
     ``differs`` says why and ``ours`` is what fencecall makes of it. ``diagnostic`` is a part
-    of the one diagnostic fencecall gives ("" for none). ``chunks`` are the test's own
-    streaming deltas, if it has some."""
+    of the one diagnostic fencecall gives ("" for none), or of each where it gives several.
+    ``chunks`` are the test's own streaming deltas, if it has some."""
 
     id: str
     source: str
@@ -82,7 +90,7 @@ class Case:
     tools: Mapping[str, Schema] = field(default_factory=dict)
     differs: str = ""
     ours: Sequence[tuple[str, Args]] = ()
-    diagnostic: str = ""
+    diagnostic: str | tuple[str, ...] = ""
     chunks: Sequence[str] = ()
 
 
@@ -425,9 +433,77 @@ PYTHONIC_CASES = [
          ours=[("mcp.fetch", {"url": "https://x.org"})]),
 ]
 
-CASES = QWEN_CASES + HERMES_CASES + PYTHONIC_CASES
-_CALL_LIKE = re.compile(r"<tool_call>|<function=|^[ \t]*\[[ \t]*[A-Za-z_][\w.]*[ \t]*\(",
-                        re.MULTILINE)
+NOT_A_LITERAL = "which is not a literal; values must be strings, numbers"
+TOO_LARGE = "passes x=1e309 to calc, which is too large to be a number"
+MISMATCHED = ("The foo(…) call on line 1 is not valid Python (closing parenthesis ']' does not "
+              "match opening parenthesis '(')")
+UNESCAPED = ("is not valid Python (unterminated string literal); a quote inside a string must "
+             "be escaped")
+SIBLING_CASES = [
+    Case("bad_sibling_call_does_not_drop_good_calls", PYTHONIC_SIBLINGS, "pythonic",
+         f"[bad(x=b'z'), {SIMPLE}]", [("get_weather", SIMPLE_ARGS)],
+         diagnostic=f"The bad(…) call on line 1 passes x=b'z' to bad, {NOT_A_LITERAL}"),
+    Case("non_finite_argument_rejected", PYTHONIC_SIBLINGS, "pythonic",
+         f"[calc(x=1e999), {SIMPLE}]", [("get_weather", SIMPLE_ARGS)],
+         diagnostic=f"The calc(…) call on line 1 {TOO_LARGE}"),
+    Case("good_call_survives_unparsable_sibling", PYTHONIC_SIBLINGS, "pythonic",
+         f"[{SIMPLE}, f(a='x 'y', b='z')]", [("get_weather", SIMPLE_ARGS)],
+         diagnostic=f"The f(…) call on line 1 {UNESCAPED}"),
+    Case("unrecoverable_block_still_reports_no_tool_call", PYTHONIC_SIBLINGS, "pythonic",
+         "[f(a='x 'y' 'z), g(b='p 'q' 'r)]", [],
+         diagnostic=("The f(…) call on line 1 is not valid Python (invalid syntax",
+                     "The g(…) call on line 1 is not valid Python (invalid syntax")),
+    Case("streaming_mismatched_brackets_reported_once", PYTHONIC_SIBLINGS, "pythonic",
+         "[foo(x=1])]", [], diagnostic=MISMATCHED),
+]
+
+LA = "get_weather(city='LA', metric='C')"
+LA_ARGS = {"city": "LA", "metric": "C"}
+LA_AND_DOE: list[tuple[str, Args]] = [("get_weather", LA_ARGS),
+                                       ("register_user", {"name": "Doe", "age": 9})]
+MORE_TYPES_LA = ("register_user(name='Doe', age=9, address={'city': 'LA', 'state': 'CA'}, "
+                 "role=None, passed_test=True, aliases=['John', 'Johnny'])")
+LARGE_STEPS = ("<|python_start|>[get_weather(city='LA', metric='C'), get_weather(), "
+               "do_something_cool(steps=[])]<|python_end|>")
+LLAMA4_CASES = [
+    Case("llama4_simple", LLAMA4, "pythonic", f"[{LA}]", [("get_weather", LA_ARGS)]),
+    Case("llama4_more_types", LLAMA4, "pythonic", f"[{MORE_TYPES_LA}]",
+         [("register_user", {"name": "Doe", "age": 9, "address": {"city": "LA", "state": "CA"},
+                             "role": None, "passed_test": True,
+                             "aliases": ["John", "Johnny"]})]),
+    Case("llama4_parallel_calls", LLAMA4, "pythonic",
+         "[get_weather(city='LA',metric='C'),register_user(name='Doe',age=9)]", LA_AND_DOE),
+    Case("llama4_python_tag", LLAMA4, "pythonic", f"<|python_start|>[{LA}]<|python_end|>",
+         [("get_weather", LA_ARGS)]),
+    Case("llama4_python_tag_parallel_calls_streaming", LLAMA4, "pythonic",
+         f"<|python_start|>[{LA},register_user(name='Doe', age=9)]", LA_AND_DOE),
+    Case("llama4_python_tag_parallel_calls_nonstreaming", LLAMA4, "pythonic",
+         f"<|python_start|>[{LA}, register_user(name='Doe', age=9)]", LA_AND_DOE),
+    Case("llama4_streaming_tool_call_with_large_steps", LLAMA4, "pythonic", LARGE_STEPS,
+         [("get_weather", LA_ARGS), ("get_weather", {}), ("do_something_cool", {"steps": []})],
+         chunks=[LARGE_STEPS]),
+    Case("llama4_bad_sibling_call_does_not_drop_good_calls", LLAMA4, "pythonic",
+         f"<|python_start|>[bad(x=b'z'), {LA}]<|python_end|>", [("get_weather", LA_ARGS)],
+         diagnostic=f"The bad(…) call on line 1 passes x=b'z' to bad, {NOT_A_LITERAL}"),
+    Case("llama4_non_finite_argument_rejected", LLAMA4, "pythonic",
+         f"<|python_start|>[calc(x=1e999), {LA}]<|python_end|>", [("get_weather", LA_ARGS)],
+         diagnostic=f"The calc(…) call on line 1 {TOO_LARGE}"),
+    Case("llama4_streaming_mismatched_brackets_reported_once", LLAMA4, "pythonic",
+         "<|python_start|>[foo(x=1])]<|python_end|>", [], diagnostic=MISMATCHED),
+    Case("llama4_python_end_on_the_next_line", LLAMA4_PARSER, "pythonic",
+         f"<|python_start|>[{LA}]\n<|python_end|>", [("get_weather", LA_ARGS)]),
+    Case("llama4_list_on_the_line_after_python_start", LLAMA4_PARSER, "pythonic",
+         f"<|python_start|>\n[{LA}]\n<|python_end|>", [],
+         differs="vLLM matches its list pattern right after the token, so a line break there "
+         "makes the reply text; fencecall reads a list at the start of any line",
+         ours=[("get_weather", LA_ARGS)]),
+    Case("llama4_python_start_after_text", LLAMA4_PARSER, "pythonic",
+         f"Let me check. <|python_start|>[{LA}]<|python_end|>", []),
+]
+
+CASES = QWEN_CASES + HERMES_CASES + PYTHONIC_CASES + SIBLING_CASES + LLAMA4_CASES
+_CALL_LIKE = re.compile(r"<tool_call>|<function=|^[ \t]*(?:<\|python_start\|>[ \t]*)?\[[ \t]*"
+                        r"[A-Za-z_][\w.]*[ \t]*\(", re.MULTILINE)
 
 
 def _typed(call: ToolCall, tools: Mapping[str, Schema]) -> Args:
@@ -462,11 +538,6 @@ def streamed(text: str, fmt: str, chunks: Sequence[str]) -> tuple[list[ToolCall]
     return calls + parser.finish(), parser.diagnostics
 
 
-def only(diagnostics: list[Diagnostic]) -> Diagnostic:
-    [diagnostic] = diagnostics
-    return diagnostic
-
-
 def _sized(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
@@ -476,10 +547,11 @@ def test_vllm_case(case: Case) -> None:
     parsed = parse(case.text, case.fmt)
     got = [(call.name, _typed(call, case.tools)) for call in parsed.calls]
     assert _same(got, case.ours if case.differs else case.calls), got
-    if case.diagnostic:
-        assert case.diagnostic in only(parsed.diagnostics).message
-    else:
-        assert parsed.diagnostics == []
+    parts = (case.diagnostic,) if isinstance(case.diagnostic, str) else case.diagnostic
+    messages = [diagnostic.message for diagnostic in parsed.diagnostics]
+    assert len(messages) == len([part for part in parts if part]), messages
+    for part, message in zip(parts, messages, strict=False):
+        assert part in message
     if len(parsed.calls) < len(case.calls) or (_CALL_LIKE.search(case.text)
                                                 and not parsed.calls):
         assert parsed.diagnostics, "a call that does not run is never silent"

@@ -27,7 +27,7 @@ from ..model import Diagnostic, ToolCall
 from ..scanner import Found, Scanner
 from .base import CallScanner
 from .markdown import MarkdownFormat
-from .pythonic import CALL_LISTS
+from .pythonic import SPANS as PYTHONIC_SPANS
 from .tool import AT_CALLS
 from .toolcall import function_span, tool_call_tag
 from .xml import TAGS as XML_TAGS
@@ -70,7 +70,7 @@ def _candidates() -> list[_Candidate]:
             _Candidate(Scanner(blocks="none", tags=XML_TAGS)),
             _Candidate(Scanner(blocks="none", spans=(AT_CALLS,))),
             _Candidate(Scanner(blocks="none", tags=_TOOL_CALL_TAGS, spans=_FUNCTIONS)),
-            _Candidate(Scanner(blocks="none", spans=(CALL_LISTS,)))]
+            _Candidate(Scanner(blocks="none", spans=PYTHONIC_SPANS))]
 
 
 def _winner(candidates: list[_Candidate], final: bool) -> _Candidate | None:
