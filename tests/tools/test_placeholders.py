@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.message import Status
-from fencecall.tools.builtin.files import only_placeholder
+from fencecall.tools.builtin.placeholders import only_placeholder
 
 from .conftest import Run
 
@@ -24,9 +24,8 @@ STUBS = [
 
 REAL = [
     "def f(): ...", "def f():\n    ...\n", "class P(Protocol):\n    def run(self) -> None: ...\n",
-    "pass", "x = ...", "print('...')", "foo(...)", "...\nx = 1\n",
+    "pass", "x = ...", "print('...')", "foo(...)",
     "And then... nothing happened.", "# Notes\n\nWait... really?\n", "Loading...",
-    "a: 1\n...\n", "---\na: 1\n...\n", "---\n...\n",
     "# TODO: handle errors...", "# Other helpers", "# Existing users keep their data",
     "# The rest of this module parses input.", "## Rest", "// Previous", "# Same", "etc.",
     "# -*- coding: utf-8 -*-", "#!/bin/sh", "-- migrate: add users table", "; [section]",
@@ -73,13 +72,18 @@ def test_the_model_hears_what_was_refused_and_what_to_do(run: Run, workspace: Pa
         "of a file).")
 
 
-@pytest.mark.parametrize("text", REAL)
-def test_real_content_is_written(run: Run, workspace: Path, text: str) -> None:
+# An ellipsis line is YAML's document end, and prose in text (see placeholders.py).
+ELSEWHERE = [("app.yaml", "a: 1\n...\n"), ("app.yaml", "---\na: 1\n...\n"),
+             ("app.yaml", "---\n...\n"), ("notes.md", "...\nx = 1\n")]
+
+
+@pytest.mark.parametrize(("name", "text"), [("app.py", text) for text in REAL] + ELSEWHERE)
+def test_real_content_is_written(run: Run, workspace: Path, name: str, text: str) -> None:
     assert only_placeholder(text) is None
-    (workspace / "app.py").write_text(ORIGINAL)
-    [saved] = run(f"{F}save app.py\n{text}\n{F}\n")
+    (workspace / name).write_text(ORIGINAL)
+    [saved] = run(f"{F}save {name}\n{text}\n{F}\n")
     assert saved.status is None, saved.content
-    [appended] = run(f"{F}append app.py\n{text}\n{F}\n")
+    [appended] = run(f"{F}append {name}\n{text}\n{F}\n")
     assert appended.status is None, appended.content
 
 
@@ -88,5 +92,5 @@ def test_a_placeholder_line_inside_real_content_is_still_refused(run: Run,
     (workspace / "app.py").write_text(ORIGINAL)
     [result] = run(f"{F}save app.py\ndef main():\n    better()\n# ... rest of the code\n{F}\n")
     assert result.status is Status.ERROR
-    assert "holds the placeholder line '# ... rest of the code'" in result.content
+    assert "line 3 of the content, '# ... rest of the code', is a placeholder" in result.content
     assert (workspace / "app.py").read_text() == ORIGINAL

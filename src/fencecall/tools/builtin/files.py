@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from ...errors import ToolError
@@ -12,6 +11,9 @@ from ..events import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
 from ..runtime.files import atomic_write, newline_of, printable, read_existing, unified_diff
 from ..spec import Example, ToolInvocation, ToolSpec
 from ..workspace import Place, display, locate
+from .placeholders import kind_of, only_placeholder, placeholder_lines
+
+_NAMED = 5  # placeholder lines a refusal names by number
 
 PATH_AND_CONTENT = (
     Parameter("path", description="File path, relative to the workspace."),
@@ -33,80 +35,14 @@ def allowed(invocation: ToolInvocation) -> bool:
     return True
 
 
-# A comment or ellipsis line standing for code the model did not write out.
-_PLACEHOLDER = re.compile(
-    r"(?im)^[ \t]*(?:#|//|/\*|<!--|--|;|\*)[ \t]*(?:\.\.\.|…)?[ \t]*\(?[ \t]*(?:"
-    r"(?:the[ \t]+)?rest[ \t]+of[ \t]+(?:the[ \t]+)?(?:code|file|function|class|module|"
-    r"content|implementation|methods?)"
-    r"|(?:existing|previous|original|remaining|other|unchanged)[ \t]+(?:code|content|lines|"
-    r"functions|methods|implementation|imports)"
-    r"|(?:code|content|everything[ \t]+else|the[ \t]+rest)[ \t]+(?:remains?|stays?|is)"
-    r"[ \t]+(?:the[ \t]+same|unchanged|as[ \t]+(?:before|is))"
-    r")\b.{0,40}$"
-    r"|^[ \t]*(?:\.\.\.|…)[ \t]*\(?(?:rest|existing|remaining|unchanged|same)\b.{0,60}$")
-
-
-def placeholder_in(text: str) -> str | None:
-    """The first line that stands for code left out ("# ... rest of the code"), if any."""
-    match = _PLACEHOLDER.search(text)
-    return match.group().strip() if match else None
-
-
-# Comment syntax around a placeholder: "#", "//", "/* */", "<!-- -->", "--", ";", "%", a block
-# comment's " * " lines and triple-quoted strings. "---" (YAML, Markdown) is no comment.
-_OPENER = re.compile(r"""^(?:<!--|/\*+|//+|#+|--(?!-)|;+|%+|\*(?!\S)|"{3}|'{3})\s*""")
-_CLOSER = re.compile(r"""\s*(?:-->|\*+/|"{3}|'{3})$""")
-_BLOCK_OPENER = re.compile(r"""^(?:/\*|<!--|"{3}|'{3})""")
-_ELLIPSIS = re.compile(r"\.{3,}|…")
-_WORD = re.compile(r"[a-z]+")
-_FILLER = re.compile(r"""[\s\d()\[\]{}<>.,:;!?'"/*\u2013\u2014-]*""")
-# Words a placeholder is made of. A comment without an ellipsis must also say that text was
-# left out (_LEFT_OUT), in one word only if that word says it alone (_ALONE): "# Other
-# functions" or a heading "## Rest" are ordinary comments, "# rest unchanged" is not.
-_ALONE = frozenset({"unchanged", "omitted", "elided", "unmodified", "untouched", "etc", "snip",
-                    "snipped", "truncated"})
-_LEFT_OUT = _ALONE | frozenset({"rest", "existing", "remaining", "same"})
-_PLACEHOLDER_WORDS = _LEFT_OUT | frozenset({
-    "previous", "original", "other", "more", "old", "your", "additional", "code", "file",
-    "files", "function", "functions", "class", "classes", "method", "methods", "module",
-    "content", "contents", "implementation", "line", "lines", "imports", "body", "logic",
-    "definitions", "tests", "text", "section", "sections", "stuff", "here", "below", "above",
-    "the", "of", "this", "is", "are", "remains", "remain", "stays", "stay", "as", "before",
-    "keep", "kept", "everything", "else", "and", "so", "on", "goes", "go", "to", "be"})
-_FEW_LINES = 5
-
-
-def _placeholder_line(line: str, in_comment: bool) -> bool | None:
-    """True for a line standing for left-out text ("# ... existing code", "[...]"), False
-    for comment syntax alone ("/*", three quotes), None for anything else."""
-    inner = _CLOSER.sub("", line)
-    commented = in_comment or inner != line
-    inner, marks = _OPENER.subn("", inner)
-    commented = commented or bool(marks)
-    if not inner:
-        return False if commented else None
-    lowered = inner.lower()
-    elided = _ELLIPSIS.search(lowered) is not None
-    rest = _ELLIPSIS.sub(" ", lowered)
-    words = _WORD.findall(rest)
-    if not _FILLER.fullmatch(_WORD.sub("", rest)) or not set(words) <= _PLACEHOLDER_WORDS:
-        return None
-    said = commented and bool(_LEFT_OUT & set(words)) and (len(words) > 1 or words[0] in _ALONE)
-    return True if elided or said else None
-
-
-def only_placeholder(text: str) -> str | None:
-    """The content, when it is nothing but a placeholder ("# ...", "/* rest unchanged */",
-    a bare "..."): writing it would leave a stub where text belongs. Real code is never that:
-    a stub function ("def f(): ...") or prose with an ellipsis has other words around it."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if not lines or len(lines) > _FEW_LINES:
-        return None
-    in_comment = _BLOCK_OPENER.match(lines[0]) is not None
-    kinds = [_placeholder_line(line, in_comment) for line in lines]
-    if None in kinds or True not in kinds:
-        return None
-    return "\n".join(lines)
+def worth_asking(invocation: ToolInvocation) -> bool:
+    """Confirmation is asked for writes the tool will make: not for a path it may not write,
+    nor for content it refuses (the user is not shown a diff that will not happen)."""
+    try:
+        with target(invocation) as place:
+            return refusal(invocation, place, read_text(invocation, place)) is None
+    except (ValueError, OSError):  # OutsideWorkspace among them
+        return False
 
 
 def with_newline(text: str, newline: str = "\n") -> str:
@@ -177,12 +113,11 @@ def execute_write(invocation: ToolInvocation) -> Message:
 
 
 def _write(invocation: ToolInvocation, place: Place) -> Message:
-    path = place.path
     try:
         previous = read_text(invocation, place)
     except (ValueError, OSError) as err:
         raise ToolError(f"{invocation.spec.name}: {err}") from err
-    why = refusal(invocation, previous, display(path, invocation.context.roots))
+    why = refusal(invocation, place, previous)
     if why is not None:
         raise ToolError(f"{invocation.spec.name}: not written: {why}")
     text = new_text(invocation, previous)
@@ -196,27 +131,45 @@ def _write(invocation: ToolInvocation, place: Place) -> Message:
                       lambda name: f"{verb} {name} ({lines} lines).")
 
 
-def refusal(invocation: ToolInvocation, previous: str | None, name: str) -> str | None:
+def refusal(invocation: ToolInvocation, place: Place, previous: str | None) -> str | None:
     """Why the content must not be written, if it stands for text the model left out: a
-    placeholder would replace the real text of a file, or be appended as if it were text."""
+    placeholder would replace the real text of a file, or be appended as if it were text. A
+    save may create (or fill an empty) file holding one: a stub loses nothing there."""
     content = invocation.kwargs["content"]
+    name = display(place.path, invocation.context.roots)
+    appending = invocation.spec.name == "append"
     stub = only_placeholder(content)
-    if stub is not None and invocation.spec.name == "append":
+    if stub is not None and appending:
         return (f"the content is only the placeholder {stub!r}, which adds no real text to "
                 f"{name}. Send the text to add, written out in full (use patch to change part "
                 "of a file).")
-    if not previous:
+    if not previous and not appending:
         return None
     if stub is not None:
         return (f"the content is only the placeholder {stub!r}, which would replace the real "
                 f"text of {name}. Send the file's whole content, or use patch to change part "
                 "of it.")
-    stand_in = placeholder_in(content)
-    if stand_in is not None:
-        return (f"the content holds the placeholder line {stand_in!r}, which would replace "
-                f"real text of {name}. Send the whole content, or use patch to change part of "
-                "the file.")
-    return None
+    found = placeholder_lines(content, kind_of(place.path))
+    if not found:
+        return None
+    (number, line), others = found[0], [number for number, _ in found[1:]]
+    said = f"line {number} of the content, {line!r}, is a placeholder for text left out"
+    said += _also(others)
+    if not appending:
+        return (f"{said}, and would replace the real text of {name}: {name} is unchanged. "
+                "Write the whole file out, or use patch to change part of it.")
+    left = f"{name} is unchanged" if previous is not None else f"{name} was not created"
+    return (f"{said}, which adds no real text to {name}: {left}. Send the text to add, written "
+            "out in full (use patch to change part of a file).")
+
+
+def _also(numbers: list[int]) -> str:
+    """The other placeholder lines, the first few by number: " (so are lines 4, 9 and 12)"."""
+    if len(numbers) < 2:
+        return "".join(f" (so is line {number})" for number in numbers)
+    shown = [str(number) for number in numbers[:_NAMED]]
+    last = f"{len(numbers) - _NAMED} more" if len(numbers) > _NAMED else shown.pop()
+    return f" (so are lines {', '.join(shown)} and {last})"
 
 
 def _file_tool(name: str, desc: str, instructions: str, markdown: str,
@@ -224,7 +177,7 @@ def _file_tool(name: str, desc: str, instructions: str, markdown: str,
     return ToolSpec(name=name, desc=desc, instructions=instructions, load_priority=load_priority,
                     instructions_format={"markdown": markdown}, examples=examples,
                     execute=execute_write, parameters=PATH_AND_CONTENT, content_param="content",
-                    argline_param="path", confirm=allowed, preview=preview,
+                    argline_param="path", confirm=worth_asking, preview=preview,
                     hints=frozenset({"files"}))
 
 
