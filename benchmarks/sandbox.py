@@ -73,12 +73,16 @@ def _bwrap_floor(sandbox: Sandbox) -> dict[str, Timed]:
     bwrap = full[0]
 
     def without(*flags: str) -> list[str]:
-        kept, skip = [], 0
+        """``full`` without ``flags`` and their values (a tmpfs's ``--size N`` before it)."""
+        kept: list[str] = []
+        skip = 0
         for arg in full:
             if skip:
                 skip -= 1
             elif arg in flags:
                 skip = {"--tmpfs": 1, "--proc": 1}.get(arg, 0)
+                if arg == "--tmpfs" and kept[-2:-1] == ["--size"]:
+                    del kept[-2:]
             else:
                 kept.append(arg)
         return kept

@@ -26,8 +26,8 @@ from .fences import (
     Blocks,
     Fence,
     Found,
+    closed_block,
     line_action,
-    line_after,
     opens_container,
 )
 from .needles import NeedleFinder, end_of_line, next_run
@@ -81,7 +81,7 @@ class FastFences(ScanState):
                     stop = size if hit is None else hit[1]
                 if at >= stop:
                     break  # the other needle comes first
-                action = line_action("`", count, info, "`", 0, 0, False, None)
+                action = line_action("`", count, info, "`", 0, 0, False)
                 if action != OPENS and action != CONTENT:
                     pos = at  # split, or thinking: the general rules
                     break
@@ -91,8 +91,8 @@ class FastFences(ScanState):
                     ticks, start, body = count, base + at, base + pos + 1
                     container = opens_container(count, lang) and not self._viewer
                 continue
-            action = line_action("`", count, info, "`", ticks, 0, container,
-                                 line_after(region, line_end, False) if container else None)
+            action = line_action("`", count, info, "`", ticks, 0, container, region, line_end,
+                                 False)
             if action == CONTENT:
                 continue
             if action != CLOSES:
@@ -103,7 +103,7 @@ class FastFences(ScanState):
                              else None, lang, start, body, line_start, line_end, out)
             ticks = 0
         self._run_at = at
-        self._hold(held, ticks, lang, start, body)
+        self._hold(held, ticks, lang, start, body, container)
         return pos
 
     def _fast_close(self, region: str, base: int, held: Fence | None, lang: str, start: int,
@@ -115,15 +115,21 @@ class FastFences(ScanState):
         close = base + line_start - 1
         content = (region[body - base : close - base] if body >= base
                    else self._slice(body, close)) if close > body else ""
-        self._closed(held, lang, start, content, base + line_end, out)
+        if held is not None:
+            self._closed(held, lang, start, content, base + line_end, out)
+        else:  # a block opened in the loop held no nested one: nothing to report
+            found = closed_block(self._blocks, lang, content, start, base + line_end)
+            if found is not None:
+                out.append(found)
 
-    def _hold(self, held: Fence | None, ticks: int, lang: str, start: int, body: int) -> None:
+    def _hold(self, held: Fence | None, ticks: int, lang: str, start: int, body: int,
+              container: bool) -> None:
         """Leave the state as the loop ended: no block open, or the one open."""
         if not ticks:
             self._fence = None
             self._mode = OUTSIDE
         elif held is None or held.start != start:
-            self._fence = self._new_fence(ticks, lang, start, body)
+            self._fence = Fence(ticks, lang, start, body, container, 0, [], viewer=self._viewer)
             self._mode = FENCE
 
 

@@ -116,12 +116,14 @@ def _is_glued(count: int, info: str) -> bool:
 
 
 def line_action(char: str, count: int, info: str, open_char: str, open_count: int,
-                nested: int, container: bool, following: str | None) -> int:
+                nested: int, container: bool, text: str = "", line_end: int = -1,
+                final: bool = True) -> int:
     """What a fence line of ``count`` ``char`` and ``info`` does: outside blocks when
     ``open_count`` is 0, else inside a block opened with ``open_count`` ``open_char``
     (``nested``: the length of the innermost example open in it, 0 if none; ``container``:
-    it may hold examples). ``following`` is the next line, "" at the end of the text, or
-    None while it has not come: it is read only where a bare fence may open an example."""
+    it may hold examples). Where a bare fence may open an example, the next line decides:
+    it is read from ``text``, where the fence line ends at ``line_end`` (see
+    :func:`line_after`; the defaults: the text ends there)."""
     if open_count and char != open_char:
         return CONTENT
     if char == "`":
@@ -140,10 +142,11 @@ def line_action(char: str, count: int, info: str, open_char: str, open_count: in
             return CONTENT  # a bare fence longer than the opener
         if not container:
             return CLOSES
+        following = line_after(text, line_end, final)
         if following is None:
             return WAITS
-        text = following.strip()
-        return OPENS_EXAMPLE if text and not text.startswith(MARKERS) else CLOSES
+        following = following.strip()
+        return OPENS_EXAMPLE if following and not following.startswith(MARKERS) else CLOSES
     if is_langtag(info):
         return OPENS if count >= open_count else CONTENT
     if count == open_count and not nested and glued_thinking(info) is not None:
@@ -208,10 +211,12 @@ class Fence:
     held_nested: bool = False
     """A nested block was opened in it."""
 
-    def action(self, count: int, info: str, char: str, following: str | None) -> int:
+    def action(self, count: int, info: str, char: str, text: str = "", line_end: int = -1,
+               final: bool = True) -> int:
         """What a fence line does inside this block (see :func:`line_action`)."""
         return line_action(char, count, info, self.marker[0], self.ticks,
-                           self.nested[-1] if self.nested else 0, self.container, following)
+                           self.nested[-1] if self.nested else 0, self.container, text,
+                           line_end, final)
 
     def nests(self, action: int, ticks: int, at: int) -> bool:
         """Take a nested block's opening or closing (at the line starting at ``at``);

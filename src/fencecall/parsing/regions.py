@@ -20,7 +20,6 @@ from .fences import (
     Fence,
     Found,
     line_action,
-    line_after,
 )
 from .model import Diagnostic
 from .needles import NeedleFinder, fence_line, find_fence
@@ -122,7 +121,7 @@ class RegionScanner(FastFences):
         char = needle[0]
         _, ticks, info, line_end = fence_line(region, line_start, at, char)
         start = base + at
-        action = line_action(char, ticks, info, char, 0, 0, False, None)
+        action = line_action(char, ticks, info, char, 0, 0, False)
         if action == CONTENT:
             return line_end
         if action == THINKS:
@@ -172,8 +171,7 @@ class RegionScanner(FastFences):
         ticks_at, (line_start, ticks, info, line_end) = found
         line_start += base
         char = marker[0]
-        action = fence.action(ticks, info, char, line_after(region, line_end, final)
-                              if fence.container else None)
+        action = fence.action(ticks, info, char, region, line_end, final)
         if action == CLOSES:
             self._close_fence(fence, line_start, out, base + line_end)  # the common case
         elif fence.nests(action, ticks, line_start):
@@ -193,7 +191,7 @@ class RegionScanner(FastFences):
         """A glued fence (````````shell``) in ``fence``: its first half closes what it can
         close, and its second half opens a block."""
         half = ticks // 2
-        closing = fence.action(half, "", fence.marker[0], "")
+        closing = fence.action(half, "", fence.marker[0])  # as at the end: it closes
         if closing == CLOSES:  # glued: it closes
             self._close_fence(fence, line_start, out)
             self._open_fence(half, info.strip(), base + ticks_at + half, base + line_end + 1)
@@ -209,7 +207,7 @@ class RegionScanner(FastFences):
         first)."""
         close = fence.pending_close
         assert close is not None
-        action = fence.action(fence.ticks, "", fence.marker[0], line_after(region, -1, final))
+        action = fence.action(fence.ticks, "", fence.marker[0], region, -1, final)
         if action != WAITS:
             fence.pending_close = None
             if not fence.nests(action, fence.ticks, close):

@@ -250,8 +250,9 @@ class Scanner(RegionScanner):
         if stripped.startswith("```"):
             info = stripped.lstrip("`")
             ticks = len(stripped) - len(info)
-            action = fence.action(ticks, info, "`", None if not fence.container
-                                  else None if rest is None else rest.partition("\n")[0])
+            # the lines after it are whole: an empty ``rest`` is a blank line
+            action = fence.action(ticks, info, "`", "" if rest is None else rest, -1,
+                                  rest is not None)
             if action == CLOSES:
                 return self._step_close(fence, line)
             if action == WAITS:
@@ -280,7 +281,7 @@ class Scanner(RegionScanner):
         if stripped.startswith("```"):
             info = stripped.lstrip("`")
             ticks = len(stripped) - len(info)
-            action = line_action("`", ticks, info, "`", 0, 0, False, None)
+            action = line_action("`", ticks, info, "`", 0, 0, False)
             if action != OPENS and action != CONTENT:
                 return None  # split, or thinking
             if action == OPENS:  # else ```x``` inline: prose
