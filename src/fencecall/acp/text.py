@@ -3,15 +3,15 @@ that markdown cannot change how it reads."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal
+
+from ..parsing.formats import fenced as fenced_block
 
 Kind = Literal["message", "thought"]
 
 _OPEN = ("<think>", "<thinking>")
 _CLOSE = {"<think>": "</think>", "<thinking>": "</thinking>"}
-_TICKS = re.compile(r"`+")
 
 
 @dataclass(slots=True)
@@ -57,8 +57,6 @@ def _partial_tag(text: str, tags: tuple[str, ...]) -> int:
 
 
 def fenced(text: str, info: str = "") -> str:
-    """``text`` in a code fence longer than any run of backticks in it, so that markdown
-    shows it as it is."""
-    longest = max((len(run) for run in _TICKS.findall(text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text}{'' if text.endswith(chr(10)) or not text else chr(10)}{fence}"
+    """``text`` in a code fence longer than any run of backticks in it, inside lines too, so
+    that an editor's markdown viewer, however lax, shows it as it is."""
+    return fenced_block(text, info, anywhere=True)

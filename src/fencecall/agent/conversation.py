@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..jsonl import read_lines, set_aside
 from ..log_records import from_record, to_record
 from ..message import Message
 
@@ -45,22 +46,14 @@ def read_log(path: Path) -> LogContents:
     """The complete records of a log. A torn final line (a crash or a full disk mid-write) is
     not a record; unreadable complete lines, and lines that are not JSON objects, are skipped
     and said."""
-    data = path.read_bytes()
-    valid_end = data.rfind(b"\n") + 1
+    read = read_lines(path.read_bytes())
     records, problems = [], []
-    for number, line in enumerate(data[:valid_end].split(b"\n")[:-1], 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            problems.append(f"line {number} of {path} could not be read and was skipped")
-            continue
-        if isinstance(record, dict):
-            records.append(record)
+    for number, record in read.lines:
+        if isinstance(record, str):
+            problems.append(f"line {number} of {path} {record} and was skipped")
         else:
-            problems.append(f"line {number} of {path} is not a record and was skipped")
-    return LogContents(records, valid_end, problems)
+            records.append(record)
+    return LogContents(records, read.valid_end, problems)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,17 +209,9 @@ class Conversation:
         if self.path is None or self.folder is None or not self.path.exists() \
                 or self.path.stat().st_size == valid_end:
             return
-        fragment = self.path.read_bytes()[valid_end:]
-        side = self.folder / f"{LOG_NAME}.torn-{datetime.now(UTC):%Y%m%d-%H%M%S-%f}"
-        fd = os.open(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE)
-        try:
-            os.write(fd, fragment)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         with self.path.open("r+b") as log:
-            log.truncate(valid_end)
-            os.fsync(log.fileno())
+            log.seek(valid_end)
+            set_aside(self.path, log.fileno(), valid_end, log.read())
 
     def close(self) -> None:
         if self._fd is not None:

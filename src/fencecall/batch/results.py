@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from ..agent.conversation import log_line
 from ..errors import UserError
+from ..jsonl import read_lines, set_aside
 from ..message import Outcome
 
 STATUSES = tuple(outcome.value for outcome in Outcome if outcome is not Outcome.INTERRUPTED)
@@ -120,15 +119,9 @@ class ResultFile:
         assert self._fd is not None
         with open(self._fd, "rb", closefd=False) as handle:
             data = handle.read()
-        valid_end = data.rfind(b"\n") + 1
-        for number, line in enumerate(data[:valid_end].split(b"\n")[:-1], 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                record = None
-            if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+        read = read_lines(data)
+        for number, record in read.lines:
+            if isinstance(record, str) or not isinstance(record.get("id"), str):
                 self.notes.append(f"line {number} of {self.path} is not a result and was "
                                   "skipped")
             elif record["id"] in self.records:
@@ -136,25 +129,12 @@ class ResultFile:
                                   f"{record['id']!r}; the first result counts")
             else:
                 self.records[record["id"]] = record
-        if valid_end < len(data):
-            self._set_aside(data[valid_end:], valid_end)
-
-    def _set_aside(self, fragment: bytes, valid_end: int) -> None:
-        """Move a torn last line (a kill or a full disk mid-write) into a side file and cut
-        the file back to its complete lines: its task has no result and runs again."""
-        assert self._fd is not None
-        side = self.path.with_name(f"{self.path.name}.torn-{datetime.now(UTC):%Y%m%d-%H%M%S-%f}")
-        fd = os.open(side, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, fragment)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.ftruncate(self._fd, valid_end)
-        os.fsync(self._fd)
-        self.notes.append(f"the last line of {self.path} was torn (a kill mid-write): its "
-                          f"{len(fragment)} bytes were set aside in {side.name}, and its task "
-                          "runs again")
+        if read.valid_end < len(data):  # a torn last line: its task has no result
+            fragment = data[read.valid_end:]
+            side = set_aside(self.path, self._fd, read.valid_end, fragment)
+            self.notes.append(f"the last line of {self.path} was torn (a kill mid-write): "
+                              f"its {len(fragment)} bytes were set aside in {side.name}, and "
+                              "its task runs again")
 
     @property
     def finished(self) -> frozenset[str]:

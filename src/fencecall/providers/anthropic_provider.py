@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Generator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
 import anthropic
-import httpx2
 from anthropic.types import RawMessageStreamEvent
 
 from ..accounting.checks import count_of
@@ -20,14 +18,12 @@ from .base import (
     NativeCall,
     StreamEvent,
     TextDelta,
-    aread_stream,
     end_of_stream,
-    read_stream,
     sampling_options,
     tool_result_text,
     turns,
 )
-from .gate import Clients, Gate, PerLoop, sdk_failure
+from .sdk import Sdk, SdkProvider
 
 
 def anthropic_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -147,62 +143,37 @@ class _Events:
         yield end_of_stream(where, self.stop_reason)
 
 
-def _create_args(request: ChatRequest) -> dict[str, Any]:
-    """The ``messages.create`` arguments for ``request`` (but ``stream``)."""
-    messages = to_anthropic_messages(request)
-    mark_latest_turn(messages)
-    return {"model": request.model, "max_tokens": request.max_tokens, "messages": messages,
-            "system": system_blocks(request.system) or anthropic.omit,
-            "tools": [anthropic_tool(schema) for schema in request.tools] or anthropic.omit,
-            **sampling_options(request.sampling, "stop_sequences")}
-
-
-_failure = partial(sdk_failure, connection=anthropic.APIConnectionError,
-                   status=anthropic.APIStatusError)
-
-
-class AnthropicProvider:
-    """Streams from the Anthropic messages API (or a server speaking it).
-
-    ``astream`` goes through the SDK's async client, one per event loop, made on first use,
-    with no retries of its own and at most ``max_connections`` connections: its
-    :class:`~fencecall.providers.gate.Gate` (``self.gate``) bounds, paces and retries.
+class AnthropicProvider(
+        SdkProvider[anthropic.Anthropic, anthropic.AsyncAnthropic, RawMessageStreamEvent]):
+    """Streams from the Anthropic messages API (or a server speaking it); all but the wire
+    format, ``astream``'s gate included, is :class:`~fencecall.providers.sdk.SdkProvider`'s.
     """
 
-    def __init__(self, *, api_key: str | None, base_url: str | None = None,
-                 name: str = "anthropic", timeout: float = 600.0, max_retries: int = 2,
-                 max_connections: int = 64):
-        self.name = name
-        self._client = anthropic.Anthropic(api_key=api_key or "not-needed", base_url=base_url,
-                                           timeout=timeout, max_retries=max_retries)
-        self.url: str | None = str(self._client.base_url)
-        self.gate = Gate(name, limit=max_connections, retries=max_retries)
-        self._async_clients = PerLoop(lambda: Clients(self._async_client, self.gate.limit))
+    sdk = Sdk(
+        anthropic.Anthropic, anthropic.AsyncAnthropic, anthropic.DefaultAsyncHttpxClient,
+        anthropic.APIError, anthropic.APIConnectionError, anthropic.APIStatusError)
+    default_name = "anthropic"
 
-    def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
-        args = _create_args(request)
-        yield from read_stream(f"{self.name} ({self.url})", anthropic.APIError,
-                               lambda: self._client.messages.create(**args, stream=True),
-                               _Events(), request)
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+        """The ``messages.create`` arguments for ``request`` (but ``stream``)."""
+        messages = to_anthropic_messages(request)
+        mark_latest_turn(messages)
+        return {"model": request.model, "max_tokens": request.max_tokens, "messages": messages,
+                "system": system_blocks(request.system) or anthropic.omit,
+                "tools": [anthropic_tool(schema) for schema in request.tools] or anthropic.omit,
+                **sampling_options(request.sampling, "stop_sequences")}
 
-    def astream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
-        where = f"{self.name} ({self.url})"
-        return aread_stream(where, anthropic.APIError, self.gate.request(
-            lambda: self._async_clients.get().next().messages.create(**_create_args(request),
-                                                              stream=True),
-            where, _failure), _Events(), request)
+    def _open(self, client: anthropic.Anthropic,
+              arguments: dict[str, Any]) -> anthropic.Stream[RawMessageStreamEvent]:
+        opened: anthropic.Stream[RawMessageStreamEvent] = client.messages.create(
+            **arguments, stream=True)
+        return opened
 
-    async def aclose(self) -> None:
-        """Closes the running loop's async connections (before the loop ends, so that none
-        is left to the garbage collector)."""
-        if (clients := self._async_clients.pop()) is not None:
-            await clients.aclose()
+    async def _aopen(self, client: anthropic.AsyncAnthropic,
+                     arguments: dict[str, Any]) -> anthropic.AsyncStream[RawMessageStreamEvent]:
+        opened: anthropic.AsyncStream[RawMessageStreamEvent] = await client.messages.create(
+            **arguments, stream=True)
+        return opened
 
-    def _async_client(self) -> anthropic.AsyncAnthropic:
-        limits = httpx2.Limits(max_connections=self.gate.limit,
-                               max_keepalive_connections=self.gate.limit)
-        return anthropic.AsyncAnthropic(
-            api_key=self._client.api_key, base_url=self._client.base_url,
-            timeout=self._client.timeout, max_retries=0,
-            http_client=anthropic.DefaultAsyncHttpxClient(limits=limits,
-                                                          timeout=self._client.timeout))
+    def _reader(self) -> _Events:
+        return _Events()

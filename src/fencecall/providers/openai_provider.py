@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Generator, Iterator, Mapping
-from functools import partial
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-import httpx2
 import openai
 
 from ..accounting.checks import count_of
@@ -19,14 +17,12 @@ from .base import (
     NativeCall,
     StreamEvent,
     TextDelta,
-    aread_stream,
     end_of_stream,
-    read_stream,
     sampling_options,
     tool_result_text,
     turns,
 )
-from .gate import Clients, Gate, PerLoop, sdk_failure
+from .sdk import Sdk, SdkProvider
 
 DESCRIPTION_LIMIT = 1024
 
@@ -123,70 +119,38 @@ class _Chunks:
         yield end_of_stream(where, self.stop_reason)
 
 
-def _body(request: ChatRequest) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "model": request.model, "messages": to_openai_messages(request), "stream": True,
-        "max_tokens": request.max_tokens, "stream_options": {"include_usage": True},
-        **sampling_options(request.sampling, "stop")}
-    if request.tools:
-        body["tools"] = [openai_tool(schema) for schema in request.tools]
-    return body
-
-
-_failure = partial(sdk_failure, connection=openai.APIConnectionError,
-                   status=openai.APIStatusError)
-
-
-class OpenAIProvider:
+class OpenAIProvider(SdkProvider[openai.OpenAI, openai.AsyncOpenAI, object]):
     """Streams from any server speaking the OpenAI chat-completions protocol.
 
     Requests go through the SDK's client (its retries, timeouts, errors and stream reading)
     as plain JSON: our messages are already plain dicts, and the typed ``create`` call
     re-walks them against the SDK's type hints and builds a model object per chunk, which
-    was most of a batch task's time (see ``benchmarks/batch.py``).
-
-    ``astream`` goes through the SDK's async client, one per event loop, made on first use,
-    with no retries of its own and at most ``max_connections`` connections: its
-    :class:`~fencecall.providers.gate.Gate` (``self.gate``) bounds, paces and retries.
+    was most of a batch task's time (see ``benchmarks/batch.py``). The rest, ``astream``'s
+    gate included, is :class:`~fencecall.providers.sdk.SdkProvider`'s.
     """
 
-    def __init__(self, *, api_key: str | None, base_url: str | None = None,
-                 name: str = "openai", timeout: float = 600.0, max_retries: int = 2,
-                 max_connections: int = 64):
-        self.name = name
-        self._client = openai.OpenAI(api_key=api_key or "not-needed", base_url=base_url,
-                                     timeout=timeout, max_retries=max_retries)
-        self.url: str | None = str(self._client.base_url)
-        self.gate = Gate(name, limit=max_connections, retries=max_retries)
-        self._async_clients = PerLoop(lambda: Clients(self._async_client, self.gate.limit))
+    sdk = Sdk(
+        openai.OpenAI, openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, openai.APIError,
+        openai.APIConnectionError, openai.APIStatusError)
+    default_name = "openai"
 
-    def stream(self, request: ChatRequest) -> Generator[StreamEvent, None, None]:
-        body = _body(request)
-        yield from read_stream(
-            f"{self.name} ({self.url})", openai.APIError,
-            lambda: self._client.post("/chat/completions", body=body, cast_to=object,
-                                      stream=True, stream_cls=openai.Stream[object]),
-            _Chunks(), request)
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model, "messages": to_openai_messages(request), "stream": True,
+            "max_tokens": request.max_tokens, "stream_options": {"include_usage": True},
+            **sampling_options(request.sampling, "stop")}
+        if request.tools:
+            body["tools"] = [openai_tool(schema) for schema in request.tools]
+        return body
 
-    def astream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
-        where = f"{self.name} ({self.url})"
-        return aread_stream(where, openai.APIError, self.gate.request(
-            lambda: self._async_clients.get().next().post(
-                "/chat/completions", body=_body(request), cast_to=object, stream=True,
-                stream_cls=openai.AsyncStream[object]),
-            where, _failure), _Chunks(), request)
+    def _open(self, client: openai.OpenAI, arguments: dict[str, Any]) -> openai.Stream[object]:
+        return client.post("/chat/completions", body=arguments, cast_to=object, stream=True,
+                           stream_cls=openai.Stream[object])
 
-    async def aclose(self) -> None:
-        """Closes the running loop's async connections (before the loop ends, so that none
-        is left to the garbage collector)."""
-        if (clients := self._async_clients.pop()) is not None:
-            await clients.aclose()
+    async def _aopen(self, client: openai.AsyncOpenAI,
+                     arguments: dict[str, Any]) -> openai.AsyncStream[object]:
+        return await client.post("/chat/completions", body=arguments, cast_to=object,
+                                 stream=True, stream_cls=openai.AsyncStream[object])
 
-    def _async_client(self) -> openai.AsyncOpenAI:
-        limits = httpx2.Limits(max_connections=self.gate.limit,
-                               max_keepalive_connections=self.gate.limit)
-        return openai.AsyncOpenAI(
-            api_key=self._client.api_key, base_url=self._client.base_url,
-            timeout=self._client.timeout, max_retries=0,
-            http_client=openai.DefaultAsyncHttpxClient(limits=limits,
-                                                       timeout=self._client.timeout))
+    def _reader(self) -> _Chunks:
+        return _Chunks()

@@ -67,12 +67,6 @@ class ToolServer:
             instructions="fencecall's tools: each session has its own shell and interpreter.",
             on_list_tools=self._list_tools, on_call_tool=self._call_tool)
 
-    @property
-    def open_sessions(self) -> int:
-        """Client sessions now holding a fencecall session (for tests and status)."""
-        with self._lock:
-            return len(self._open)
-
     def close(self) -> None:
         """Close every client's session (at shutdown)."""
         with self._lock:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .base import CallFormat, CallScanner, UnrepresentableCall
-    from .markdown import fence_for
+    from .markdown import fence_for, fenced
 
     FormatLike = CallFormat | str
 
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
 _CONSTANTS = {"MARKDOWN": "markdown", "XML": "xml", "TOOL": "tool", "HERMES": "hermes",
               "QWEN3_CODER": "qwen3-coder", "PYTHONIC": "pythonic", "AUTO": "auto"}
 _ELSEWHERE = {"CallFormat": "base", "CallScanner": "base", "UnrepresentableCall": "base",
-              "fence_for": "markdown"}
+              "fence_for": "markdown", "fenced": "markdown"}
 
 
 def __getattr__(name: str) -> object:
@@ -128,5 +128,6 @@ __all__ = [
     "FormatLike",
     "UnrepresentableCall",
     "fence_for",
+    "fenced",
     "get_format",
 ]

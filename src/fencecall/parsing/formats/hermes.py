@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 
 from ..model import ToolCall
-from ..scanner import Scanner
 from ..xmlcalls import CDATA_OPEN
-from .base import BlockCalls, CallScanner, check_name, check_named_only
-from .toolcall import CLOSING, HERMES, OPENER, function_span, tool_call_tag
+from .base import check_name, check_named_only
+from .toolcall import CLOSING, HERMES, OPENER, ToolCallFormat, function_span, tool_call_tag
 
 NAME = HERMES
 TAGS = (tool_call_tag(NAME),)
@@ -33,22 +32,17 @@ def render_hermes(call: ToolCall) -> str:
     return f"{OPENER}\n{text}\n{CLOSING}"
 
 
-class HermesFormat:
-    """JSON calls in ``<tool_call>`` tags (and ``<function=…>`` calls, in them or bare); code
-    blocks are tracked only so that calls inside them never run."""
+class HermesFormat(ToolCallFormat):
+    """JSON calls in ``<tool_call>`` tags (and ``<function=…>`` calls, in them or bare)."""
 
     name = NAME
-    native = False
-    named_arguments = True
-    by_langtag = False
+    tags = TAGS
+    spans = SPANS
     preamble = (
         'You can use tools by writing <tool_call>{"name": "TOOL", "arguments": {JSON '
         "ARGUMENTS}}</tool_call>: one call per <tool_call> block, and several blocks for "
         "several calls. Results come back to you as system messages."
     )
-
-    def scanner(self) -> CallScanner:
-        return BlockCalls(Scanner(blocks="none", tags=TAGS, spans=SPANS))
 
     def render(self, call: ToolCall) -> str:
         return render_hermes(call)

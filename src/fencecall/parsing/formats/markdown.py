@@ -16,19 +16,32 @@ from .base import (
 )
 
 _LEADING_TICKS = re.compile(r"^[ \t]*(`+)", re.M)
+_TICKS = re.compile(r"(`+)")
 
 
-def fence_for(content: str) -> str:
-    """Three backticks, or more when the content holds lines that start with backticks.
+def fence_for(content: str, *, anywhere: bool = False) -> str:
+    """The fence for ``content``: three backticks, or more when the content holds lines that
+    start with backticks.
 
     The fence is longer than any backtick run that starts a content line, so those lines can
     never close the block; even lengths from six up are skipped because they read as glued.
+    With ``anywhere``, runs inside lines count too: for markdown viewers that may not hold
+    to the rule that only a line's start closes a block.
     """
-    longest = max((len(m.group(1)) for m in _LEADING_TICKS.finditer(content)), default=0)
+    runs = (_TICKS if anywhere else _LEADING_TICKS).finditer(content)
+    longest = max((len(m.group(1)) for m in runs), default=0)
     length = max(3, longest + 1)
     if length >= 6 and length % 2 == 0:
         length += 1
     return "`" * length
+
+
+def fenced(text: str, info: str = "", *, anywhere: bool = False) -> str:
+    """``text`` in a code block (its info string ``info``) that its lines cannot close (see
+    :func:`fence_for`), ending on a line of its own."""
+    fence = fence_for(text, anywhere=anywhere)
+    body = text if text.endswith("\n") or not text else text + "\n"
+    return f"{fence}{info}\n{body}{fence}"
 
 
 def render_block(call: ToolCall) -> str:

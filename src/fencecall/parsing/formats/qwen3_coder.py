@@ -12,15 +12,15 @@ import json
 
 from ..model import ToolCall
 from ..scanner import Scanner
-from .base import (
-    BlockCalls,
-    CallScanner,
-    UnrepresentableCall,
-    check_name,
-    check_named_only,
-    check_text,
+from .base import UnrepresentableCall, check_name, check_named_only, check_text
+from .toolcall import (
+    CLOSING,
+    OPENER,
+    QWEN3_CODER,
+    ToolCallFormat,
+    function_span,
+    tool_call_tag,
 )
-from .toolcall import CLOSING, OPENER, QWEN3_CODER, function_span, tool_call_tag
 
 NAME = QWEN3_CODER
 TAGS = (tool_call_tag(NAME),)
@@ -59,14 +59,12 @@ def render_qwen3_coder(call: ToolCall) -> str:
     return text
 
 
-class Qwen3CoderFormat:
-    """``<function=…>`` calls, in ``<tool_call>`` tags or bare at the start of a line; code
-    blocks are tracked only so that calls inside them never run."""
+class Qwen3CoderFormat(ToolCallFormat):
+    """``<function=…>`` calls, in ``<tool_call>`` tags or bare at the start of a line."""
 
     name = NAME
-    native = False
-    named_arguments = True
-    by_langtag = False
+    tags = TAGS
+    spans = SPANS
     preamble = (
         "You can use tools by writing <tool_call>, then <function=TOOL> and one "
         "<parameter=NAME> element per argument, each tag on a line of its own:\n"
@@ -74,9 +72,6 @@ class Qwen3CoderFormat:
         "</tool_call>\nValues are taken as written, several lines included, with no quoting. "
         "Results come back to you as system messages."
     )
-
-    def scanner(self) -> CallScanner:
-        return BlockCalls(Scanner(blocks="none", tags=TAGS, spans=SPANS))
 
     def render(self, call: ToolCall) -> str:
         return render_qwen3_coder(call)

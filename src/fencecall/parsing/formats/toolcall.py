@@ -31,8 +31,10 @@ from typing import Any, Literal
 
 from ..jsonscan import MAX_DEPTH, too_deep
 from ..model import ToolCall
+from ..scanner import Scanner
 from ..syntax import Problem, Read, SpanSyntax, TagSyntax
 from ..xmlcalls import NAME
+from .base import BlockCalls, CallScanner
 
 OPENER = "<tool_call>"
 CLOSING = "</tool_call>"
@@ -53,6 +55,22 @@ _AFTER_VALUE = re.compile(r"[ \t\r\n]*(?:<parameter=|</function>|\Z)")
 _PLAIN_END = re.compile(r"</parameter>|^[ \t]*<parameter=|</function>", re.MULTILINE)
 _TOOL_NAME = re.compile(NAME)
 _JSON_SHAPE = '{"name": "TOOL", "arguments": {…}}'
+
+
+class ToolCallFormat:
+    """What the hermes and qwen3-coder formats share: both read ``<tool_call>`` tags (with
+    ``tags``) whichever body they hold, and bare ``<function=…>`` elements (with ``spans``),
+    as calls of named arguments; code blocks are tracked only so that calls inside them never
+    run. Each renders its own body."""
+
+    native = False
+    named_arguments = True
+    by_langtag = False
+    tags: tuple[TagSyntax, ...]
+    spans: tuple[SpanSyntax, ...]
+
+    def scanner(self) -> CallScanner:
+        return BlockCalls(Scanner(blocks="none", tags=self.tags, spans=self.spans))
 
 
 def tool_call_tag(fmt: str | None) -> TagSyntax:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...parsing.formats import fence_for
+from ...parsing.formats import fenced as fenced_block
 
 DEFAULT_LIMIT = 16_000
 
@@ -17,19 +17,6 @@ def joined(head: str, cut: int, tail: str, unit: str = "characters") -> str:
     return f"{head}\n{cut_note(cut, unit)}\n{tail}"
 
 
-def truncate_middle(text: str, limit: int = DEFAULT_LIMIT) -> str:
-    """Keep the start and the end of ``text``; say how much was cut from the middle.
-
-    The middle goes because the start shows what a command did and the end how it finished.
-    """
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return joined(text[:half], len(text) - 2 * half, text[-half:])
-
-
 def fenced(label: str, text: str) -> str:
     """``label:`` and ``text`` in a code block whose fence cannot clash with the text."""
-    fence = fence_for(text)
-    body = text if text.endswith("\n") or not text else text + "\n"
-    return f"{label}:\n{fence}\n{body}{fence}"
+    return f"{label}:\n{fenced_block(text)}"

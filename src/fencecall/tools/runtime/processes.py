@@ -194,30 +194,6 @@ def _stat_fields(pid: str) -> list[bytes] | None:
     return stat[stat.rfind(b")") + 2 :].split()
 
 
-def session_members(sid: int) -> list[int]:
-    """Live pids in session ``sid``, zombies left out. On Linux one ``getsid`` per process
-    and a look at the few that match, not a read of every process's stat: every shell
-    session that closes asks, and in a batch many close while many processes live."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return [info.pid for info in _ps_processes() if info.sid == sid]
-    found = []
-    for name in names:
-        if name.isdigit():
-            try:
-                if os.getsid(int(name)) == sid and not _zombie(name):
-                    found.append(int(name))
-            except OSError:  # gone meanwhile
-                continue
-    return found
-
-
-def _zombie(pid: str) -> bool:
-    fields = _stat_fields(pid)
-    return not fields or fields[0] == b"Z"  # gone, or a zombie
-
-
 def _ps_processes() -> list[ProcessInfo]:
     out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,sess=,stat="], capture_output=True,
                          text=True)

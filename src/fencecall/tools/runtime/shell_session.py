@@ -102,6 +102,13 @@ class ShellResult:
     it did not run."""
 
 
+def _save_state(target: str) -> str:
+    """The bash that writes the shell's state as it is then (its working directory and
+    exported variables) to ``target``, as a script that recreates it in another bash."""
+    return (f"{{ builtin printf 'builtin cd -- %q\\n' \"$PWD\"; builtin export -p; }} "
+            f">{target} 2>/dev/null; ")
+
+
 def _create(path: Path, text: str) -> None:
     """Write a new file; fails rather than follow anything put at ``path``."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
@@ -507,9 +514,8 @@ class ShellSession:
         out, err, state = (f"/dev/fd/{fd}" for fd in bash.files.fds)
         line = ((f"builtin source {shlex.quote(str(restore))} >/dev/null 2>&1; "
                  if restore is not None else "")
-                + f"{{ builtin printf 'builtin cd -- %q\\n' \"$PWD\"; builtin export -p; }} "
-                f">{state} 2>/dev/null; "
-                f"builtin source {shlex.quote(str(script))} >{out} 2>{err} </dev/null; "
+                + _save_state(state)
+                + f"builtin source {shlex.quote(str(script))} >{out} 2>{err} </dev/null; "
                 f"builtin printf '\\n{marker} %s\\n' \"$?\"\n")
         try:
             if not bash.send(line):  # it died since: start another (its pipes closed first)
@@ -717,9 +723,8 @@ class ShellSession:
             return None
         capture.clear(bash.files.state)
         marker = secrets.token_hex(8)
-        line = (f"{{ builtin printf 'builtin cd -- %q\\n' \"$PWD\"; builtin export -p; }} "
-                f">/dev/fd/{bash.files.state} 2>/dev/null; "
-                f"builtin printf '\\n{marker} %s\\n' 0\n")
+        line = (_save_state(f"/dev/fd/{bash.files.state}")
+                + f"builtin printf '\\n{marker} %s\\n' 0\n")
         if not bash.send(line):
             return None
         status, _ = bash.wait_marker(marker, _STATE_TIMEOUT)
