@@ -55,7 +55,7 @@ from typing import Any
 
 from tests.fakeserver import FakeModelServer, Reply, Served, dense_tokens
 
-from fencecall import Agent, Session, Toolchain, auto_yes
+from fencecall import Agent, AgentSettings, Session, Toolchain, auto_yes
 from fencecall.accounting import ServerCounter
 from fencecall.accounting.tokens import server_root
 from fencecall.agent.context import (
@@ -242,7 +242,7 @@ class DropOldest(Agent):
         request = self._request()
         window = self.window
         assert window is not None
-        if self._next_input(request) <= window.budget:
+        if self.billing.next_input(request) <= window.budget:
             return request
         messages = request.messages
         head = head_length(messages)
@@ -251,7 +251,7 @@ class DropOldest(Agent):
             note = Message("system", f"[{start - head} earlier messages were left out to fit "
                                      "the context window]")
             fitted = replace(request, messages=(*messages[:head], note, *messages[start:]))
-            if self._next_input(fitted) <= window.budget:
+            if self.billing.next_input(fitted) <= window.budget:
                 self.refits += 1
                 return fitted
         raise ContextOverflow("the task and the latest exchange do not fit the budget")
@@ -302,8 +302,9 @@ def session(policy: str, data: Sequence[Part], workspace: Path, log: Path, *,
                         sandbox="off")
         conversation = Conversation(log)
         kind: type[Agent] = DropOldest if policy == "naive" else Agent
-        agent = kind(provider, "m", tools, conversation, max_steps=steps + 5, max_tokens=reply,
-                     context_window=window, compaction=COMPACTION[policy],
+        settings = AgentSettings(max_steps=steps + 5, max_tokens=reply, context_window=window,
+                                 compaction=COMPACTION[policy])
+        agent = kind(provider, "m", tools, conversation, settings,
                      counter=ServerCounter(server_root(server.openai_url), "m"))
         started = time.perf_counter()
         try:

@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .agent import Agent, Conversation, RunResult
+    from .agent import Agent, AgentSettings, Conversation, RunResult
     from .config import Config, ConfigError, load_config
     from .errors import ToolError, UserError
     from .execution import Session, auto_no, auto_yes
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _HOMES = {
-    "agent": ("Agent", "Conversation", "RunResult"),
+    "agent": ("Agent", "AgentSettings", "Conversation", "RunResult"),
     "config": ("Config", "ConfigError", "load_config"),
     "errors": ("ToolError", "UserError"),
     "execution": ("Session", "auto_no", "auto_yes"),
@@ -60,11 +60,11 @@ _HOMES = {
 _MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
-    "Agent", "CallFormat", "CallRecord", "Codeblock", "Config", "ConfigError", "Conversation",
-    "Diagnostic", "Message", "NativeCallRecord", "Outcome", "Parameter", "Parsed", "Provider",
-    "ProviderError", "ReplyRecord", "RunResult", "ScriptedProvider", "ScriptedReply", "Session",
-    "Status", "StreamParser", "ToolCall", "ToolError", "ToolSpec", "Toolchain",
-    "UnrepresentableCall", "Usage", "UserError", "__version__",
+    "Agent", "AgentSettings", "CallFormat", "CallRecord", "Codeblock", "Config", "ConfigError",
+    "Conversation", "Diagnostic", "Message", "NativeCallRecord", "Outcome", "Parameter",
+    "Parsed", "Provider", "ProviderError", "ReplyRecord", "RunResult", "ScriptedProvider",
+    "ScriptedReply", "Session", "Status", "StreamParser", "ToolCall", "ToolError", "ToolSpec",
+    "Toolchain", "UnrepresentableCall", "Usage", "UserError", "__version__",
     "auto_no", "auto_yes", "get_format", "get_provider", "load_config", "parse", "parse_calls",
     "parse_codeblocks", "render",
 ]

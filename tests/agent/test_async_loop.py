@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.accounting import Exactness
-from fencecall.agent import Agent, Conversation
+from fencecall.agent import Agent, AgentSettings, Conversation
 from fencecall.agent.offload import DaemonThreads
 from fencecall.execution import Session, auto_yes
 from fencecall.message import Outcome
@@ -22,6 +22,7 @@ from fencecall.tools import Toolchain
 from tests.fakeserver import FakeModelServer, Reply
 
 F = "```"
+MARKDOWN = AgentSettings(fmt="markdown")
 SCRIPT = [f"Look:\n{F}shell\necho hi > a.txt\n{F}\n", f"{F}save b.txt\nbee\n{F}\n",
           "All done."]
 
@@ -48,14 +49,14 @@ class SyncOnly:
 @pytest.mark.parametrize("asynchronous", [True, False], ids=["astream", "stream-in-thread"])
 def test_asend_takes_the_same_steps_as_send(tmp_path: Path, asynchronous: bool) -> None:
     with session_in(tmp_path / "sync") as sync_session:
-        sync = Agent(ScriptedProvider(SCRIPT), "m", sync_session, fmt="markdown")
+        sync = Agent(ScriptedProvider(SCRIPT), "m", sync_session, settings=MARKDOWN)
         assert sync.send("go") is Outcome.DONE
     scripted = ScriptedProvider(SCRIPT)
     provider = scripted if asynchronous else SyncOnly(scripted)
     assert has_astream(provider) is asynchronous
     with session_in(tmp_path / "async") as async_session:
         agent = Agent(provider, "m", async_session,
-                      Conversation.create(tmp_path / "log", "async"), fmt="markdown")
+                      Conversation.create(tmp_path / "log", "async"), MARKDOWN)
         result = asyncio.run(agent.arun("go"))
     assert result.outcome is Outcome.DONE and result.answer == "All done."
     assert transcript(agent) == transcript(sync)
@@ -84,7 +85,7 @@ def test_counting_a_reply_cut_at_its_call_does_not_block_the_event_loop(
         tmp_path: Path) -> None:
     counter = SlowCounter()
     with session_in(tmp_path / "w") as session:
-        agent = Agent(ScriptedProvider(SCRIPT), "m", session, fmt="markdown", counter=counter)
+        agent = Agent(ScriptedProvider(SCRIPT), "m", session, settings=MARKDOWN, counter=counter)
 
         async def run() -> tuple[Outcome, int]:
             return await agent.asend("go"), threading.get_ident()
@@ -101,7 +102,7 @@ def test_cancelling_asend_stops_the_reply_at_once_and_bills_what_came(tmp_path: 
     with FakeModelServer([slow], keep_alive=True) as server, \
             session_in(tmp_path / "w") as session:
         provider = OpenAIProvider(api_key=None, base_url=server.openai_url, max_retries=0)
-        agent = Agent(provider, "m", session, fmt="markdown")
+        agent = Agent(provider, "m", session, settings=MARKDOWN)
 
         async def run() -> float:
             asked = asyncio.ensure_future(agent.asend("talk"))
@@ -122,7 +123,7 @@ def test_cancelling_asend_stops_the_reply_at_once_and_bills_what_came(tmp_path: 
             time.sleep(0.02)
         assert server.requests[0].disconnected
         assert 0 < server.requests[0].chunks_sent < server.requests[0].chunks_total
-    assert agent.spend.tokens > 0  # the request cost, though no reply was recorded
+    assert agent.billing.spend.tokens > 0  # the request cost, though no reply was recorded
 
 
 def test_the_daemon_pool_reuses_its_threads_and_never_holds_the_exit() -> None:

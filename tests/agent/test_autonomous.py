@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.agent import Agent, Conversation, Outcome, RunResult
+from fencecall.agent import Agent, AgentSettings, Conversation, Outcome, RunResult
 from fencecall.agent.stats import collect
 from fencecall.execution import Session, auto_no, auto_yes
 from fencecall.message import Message
@@ -33,7 +33,7 @@ def run(session: Session, tmp_path: Path, *replies: str | ScriptedReply,
         **options: object) -> tuple[RunResult, ScriptedProvider, Agent]:
     provider = ScriptedProvider(list(replies))
     agent = Agent(provider, "m", session, Conversation.create(tmp_path, "auto"),
-                  **options)  # type: ignore[arg-type]
+                  AgentSettings(**options))  # type: ignore[arg-type]
     return agent.run("say hello with the shell"), provider, agent
 
 
@@ -165,7 +165,7 @@ def test_complete_named_in_the_tools_ends_a_plain_run_too(session: Session,
 def test_an_autonomous_agent_needs_the_complete_tool(workspace: Path, tmp_path: Path) -> None:
     with Session(Toolchain.build(["shell"]), workspace=workspace, sandbox="off") as session, \
             pytest.raises(ValueError, match="complete"):
-        Agent(ScriptedProvider([]), "m", session, autonomous=True)
+        Agent(ScriptedProvider([]), "m", session, settings=AgentSettings(autonomous=True))
 
 
 def test_complete_is_off_by_default_and_loads_when_named() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fencecall import Agent, Outcome, Session, Toolchain, auto_yes
+from fencecall import Agent, AgentSettings, Outcome, Session, Toolchain, auto_yes
 from fencecall.accounting import ServerCounter
 from fencecall.accounting.tokens import server_root
 from fencecall.agent.context import MARKER, SUMMARY_REQUEST, ContextOverflow, is_compaction, view
@@ -64,9 +64,10 @@ def run(tmp_path: Path, server: FakeModelServer, steps: int, tools: tuple[str, .
                             if spec.name != "jobs"))
     session = Session(chain, workspace=tmp_path, confirm=auto_yes, sandbox="off")
     conversation = Conversation(tmp_path / "log")
-    agent = Agent(provider, "m", session, conversation, max_steps=steps + 5, max_tokens=512,
-                  context_window=WINDOW, counter=ServerCounter(server_root(server.openai_url),
-                                                               "m"), **options)
+    settings = AgentSettings(max_steps=steps + 5, max_tokens=512, context_window=WINDOW,
+                             **options)
+    agent = Agent(provider, "m", session, conversation, settings,
+                  counter=ServerCounter(server_root(server.openai_url), "m"))
     agent.outcome = agent.send(TASK)  # type: ignore[attr-defined]
     session.close()
     return agent
@@ -182,7 +183,8 @@ def test_a_resumed_session_continues_from_the_compacted_state(tmp_path: Path) ->
         provider = OpenAIProvider(api_key=None, base_url=server.openai_url, name="local")
         session = Session(Toolchain.build(["shell"]), workspace=tmp_path, confirm=auto_yes,
                           sandbox="off")
-        again = Agent(provider, "m", session, resumed, max_tokens=512, context_window=WINDOW)
+        again = Agent(provider, "m", session, resumed,
+                      AgentSettings(max_tokens=512, context_window=WINDOW))
         again.send("One more chunk, then stop.")
         session.close()
         del agent
@@ -197,7 +199,8 @@ def test_what_cannot_fit_is_a_clear_error(tmp_path: Path) -> None:
         provider = OpenAIProvider(api_key=None, base_url=server.openai_url, name="local")
         session = Session(Toolchain.build(["shell"]), workspace=tmp_path, confirm=auto_yes,
                           sandbox="off")
-        agent = Agent(provider, "m", session, max_tokens=512, context_window=WINDOW)
+        agent = Agent(provider, "m", session,
+                      settings=AgentSettings(max_tokens=512, context_window=WINDOW))
         with pytest.raises(ContextOverflow, match="the task and the latest exchange"):
             agent.send("t " * 5000)
         session.close()

@@ -13,6 +13,7 @@ import pytest
 from fencecall.agent import (
     Agent,
     AgentEvent,
+    AgentSettings,
     CallsFound,
     Conversation,
     ReplyDone,
@@ -48,8 +49,8 @@ def session(workspace: Path) -> Iterator[Session]:
 
 def agent_for(provider: ScriptedProvider, session: Session, tmp_path: Path, *,
               fmt: str = "tool", on_event: EventSink | None = None) -> Agent:
-    return Agent(provider, "m", session, Conversation.create(tmp_path, "loop"), fmt=fmt,
-                 on_event=on_event)
+    return Agent(provider, "m", session, Conversation.create(tmp_path, "loop"),
+                 AgentSettings(fmt=fmt), on_event=on_event)
 
 
 def test_ctrl_c_while_streaming_keeps_the_partial_reply(session: Session,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.agent import Agent, Conversation, Outcome, near_misses
+from fencecall.agent import Agent, AgentSettings, Conversation, Outcome, near_misses
 from fencecall.agent.context import boundary
 from fencecall.agent.prompt import system_prompt
 from fencecall.agent.repetition import RepetitionGuard
@@ -32,7 +32,7 @@ def session(workspace: Path) -> Iterator[Session]:
 def run(session: Session, tmp_path: Path, *replies: str, **options: object) -> Agent:
     provider = ScriptedProvider([ScriptedReply(text) for text in replies])
     agent = Agent(provider, "m", session, Conversation.create(tmp_path, "small"),
-                  **options)  # type: ignore[arg-type]
+                  AgentSettings(**options))  # type: ignore[arg-type]
     agent.outcome = agent.send("do it")  # type: ignore[attr-defined]
     return agent
 
@@ -151,7 +151,7 @@ def test_sampling_settings_reach_the_request(session: Session, tmp_path: Path) -
     provider = ScriptedProvider(["Done."])
     sampling = Sampling(0.2, 0.9, ("<|im_end|>",))
     Agent(provider, "m", session, Conversation.create(tmp_path, "s"),
-          sampling=sampling).send("hi")
+          AgentSettings(sampling=sampling)).send("hi")
     assert provider.requests[0].sampling == sampling
 
 

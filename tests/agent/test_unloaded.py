@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.agent import Agent, Conversation, Outcome
+from fencecall.agent import Agent, AgentSettings, Conversation, Outcome
 from fencecall.agent.feedback import reply_feedback
 from fencecall.execution import Session, auto_yes
 from fencecall.parsing import MARKDOWN
@@ -35,7 +35,7 @@ def session(workspace: Path) -> Iterator[Session]:
 def run(session: Session, tmp_path: Path, *replies: str, **options: object) -> Agent:
     provider = ScriptedProvider([ScriptedReply(text) for text in replies])
     agent = Agent(provider, "m", session, Conversation.create(tmp_path, "unloaded"),
-                  **options)  # type: ignore[arg-type]
+                  AgentSettings(**options))  # type: ignore[arg-type]
     agent.outcome = agent.send("do it")  # type: ignore[attr-defined]
     return agent
 

@@ -1,9 +1,10 @@
-"""Counting what a run spends and holding it to its limits: tokens counted where the
-provider reported none (:mod:`.tokens`), prices (:mod:`.prices`), and the limits checked
-before each request (:mod:`.budget`), with a budget shared by a batch's tasks (:mod:`.ledger`);
-what a server says it spent, and what it sends, checked against what is possible
-(:mod:`.checks`)."""
+"""Counting what a run spends and holding it to its limits: each request billed
+(:mod:`.billing`), tokens counted where the provider reported none (:mod:`.tokens`), prices
+(:mod:`.prices`), and the limits checked before each request (:mod:`.budget`), with a budget
+shared by a batch's tasks (:mod:`.ledger`); what a server says it spent, and what it sends,
+checked against what is possible (:mod:`.checks`)."""
 
+from .billing import Billing, Report, Request, Wire
 from .budget import Spend
 from .ledger import Account, Hold, Ledger
 from .limits import Limits, Refusal
@@ -22,6 +23,7 @@ from .tokens import (
 __all__ = [
     "Account",
     "AnthropicCounter",
+    "Billing",
     "BpeCounter",
     "Estimate",
     "Exactness",
@@ -31,9 +33,12 @@ __all__ = [
     "Price",
     "Pricing",
     "Refusal",
+    "Report",
+    "Request",
     "ServerCounter",
     "Spend",
     "TokenCounter",
+    "Wire",
     "counter_for",
     "list_price",
     "request_tokens",

@@ -215,7 +215,8 @@ class FencecallAgent:
                 return conversation
 
             return assemble(settings, config, confirm=confirm, conversation=logged,
-                            on_event=on_event, secrets=self._secrets, warn=_warn)
+                            on_event=on_event, secrets=self._secrets, warn=_warn,
+                            interruptible=True)  # a cancel stops a silent model too
 
         return build
 

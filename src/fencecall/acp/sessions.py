@@ -88,7 +88,6 @@ class AcpSession:
         self._asking: Future[Any] | None = None
         self._cancelled = False
         self.agent = build(self._confirm, self._event)
-        self.agent.interruptible = True  # a cancel stops a silent model too
         self.id = self.agent.conversation.name
         self.reporter = Reporter(self._send, self.agent.session)
         self.permissions = Permissions(self._ask, self.reporter, yes=yes)

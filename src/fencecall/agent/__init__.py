@@ -18,11 +18,13 @@ from .loop import (
 )
 from .near_miss import RUN_AS, NearMiss, near_misses
 from .prompt import system_prompt
+from .settings import AgentSettings
 
 __all__ = [
     "RUN_AS",
     "Agent",
     "AgentEvent",
+    "AgentSettings",
     "CallsFound",
     "ContextOverflow",
     "Conversation",

@@ -24,31 +24,19 @@ import json
 import math
 import time
 from collections.abc import Callable, Generator, Sequence
-from concurrent.futures import Executor
 from contextlib import aclosing, closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import telemetry
-from ..accounting import (
-    Estimate,
-    Exactness,
-    Pricing,
-    Refusal,
-    Spend,
-    TokenCounter,
-    request_tokens,
-)
-from ..accounting.checks import CUT_AT_BUDGET, larger
+from ..accounting import Billing, Estimate, Pricing, Refusal, Spend, TokenCounter
+from ..accounting.checks import CUT_AT_BUDGET
 from ..accounting.tokens import MESSAGE_OVERHEAD
-from ..config import Compaction, Sampling
 from ..execution import Session, resolve
 from ..message import Message, NativeCallRecord, Outcome, ReplyRecord, Status, system
 from ..parsing import (
-    MARKDOWN,
     CallFormat,
     Diagnostic,
-    FormatLike,
     StreamParser,
     ToolCall,
     get_format,
@@ -86,12 +74,11 @@ from .feedback import reply_feedback
 from .offload import in_thread
 from .prompt import system_prompt
 from .repetition import RepetitionGuard
+from .settings import AgentSettings
 from .spill import outputs_folder, spill
 
 SAVED_OUTPUT_LIMIT = 8_000_000
 """Characters of a command's output tools keep where results are saved to files."""
-RESULT_SHARE = 0.25
-"""The share of the window a tool result may take before it is saved to a file instead."""
 _UNKNOWN = 1 << 40
 """The window of a run that keeps none (compaction off): only ``/compact`` compacts it."""
 UNFINISHED = ("No result was recorded for this call: fencecall stopped while it was running "
@@ -249,84 +236,43 @@ def _advance(steps: Steps, value: object, error: Exception | None) -> _Effect | 
 
 class Agent:
     """Runs a conversation (in memory unless one is given) against a model with the tools of
-    a session.
+    a session, as its ``settings`` say (see :class:`AgentSettings`).
 
-    ``retries`` is how often a broken reply stream is asked for again (waiting ``backoff``
-    seconds, doubled each time); ``max_tokens`` the output limit asked of the model.
-    A reply that ran nothing but meant to (a near miss, a block of a tool not loaded, a
-    malformed call, a loop) is answered with feedback and the loop goes on, at most
-    ``feedback_limit`` times in a row (0: no feedback; such a reply ends the turn).
-
-    ``autonomous``: nobody reads the replies, so only a call of the complete tool (which the
-    session's tools must hold) ends the run done; a reply without a call is reminded of it,
-    within the same ``feedback_limit`` (0: such a reply ends the run as given up).
+    ``counter`` counts the requests and replies the provider reports no usage for (default:
+    an estimate); ``spend`` holds every request's tokens and cost, checked against its limits
+    before each request (default: no limits). The agent bills through its :attr:`billing`,
+    and tells the session once, here, what it needs of it (see
+    :meth:`~fencecall.execution.Session.serve_agent`).
     """
 
     def __init__(self, provider: Provider, model: str, session: Session,
-                 conversation: Conversation | None = None, *, fmt: FormatLike = MARKDOWN,
-                 max_steps: int = 30,
-                 max_tokens: int = 4096,
-                 retries: int = 2, backoff: float = 1.0, on_event: EventSink | None = None,
-                 sleep: Callable[[float], None] = time.sleep, feedback_limit: int = 3,
-                 sampling: Sampling | None = None, compact: bool = False,
-                 context_window: int | None = None, compaction: Compaction = "summary",
-                 result_share: float = RESULT_SHARE,
-                 counter: TokenCounter | None = None, spend: Spend | None = None,
-                 autonomous: bool = False):
-        if autonomous and session.toolchain.get(COMPLETE) is None:
+                 conversation: Conversation | None = None,
+                 settings: AgentSettings | None = None, *, on_event: EventSink | None = None,
+                 counter: TokenCounter | None = None, spend: Spend | None = None):
+        self.settings = settings = settings or AgentSettings()
+        if settings.autonomous and session.toolchain.get(COMPLETE) is None:
             raise ValueError(f"an autonomous agent needs the {COMPLETE} tool in its session")
         self.provider = provider
         self.model = model
         self.session = session
-        self.format: CallFormat = get_format(fmt)
+        self.format: CallFormat = get_format(settings.fmt)
         self.conversation = conversation if conversation is not None else Conversation()
-        self.max_steps = max_steps
-        self.max_tokens = max_tokens
-        self.retries = retries
-        self.backoff = backoff
         self._emit = on_event or (lambda event: None)
-        self._sleep = sleep
-        self.feedback_limit = feedback_limit
-        self.sampling = sampling or Sampling()
-        self.context_window = context_window
-        self.window = (Window(context_window, max_tokens, compaction)
-                       if context_window is not None and compaction != "off" else None)
+        self.window = (Window(settings.context_window, settings.max_tokens, settings.compaction)
+                       if settings.context_window is not None and settings.compaction != "off"
+                       else None)
         """Where requests are kept inside the window (None: they are sent as they are)."""
-        self.result_share = result_share
-        """A tool result above this share of the window is saved to a file, and the model
-        gets its start and end and the path (see :mod:`.spill`)."""
-        if self.window is not None:  # the files hold what tools printed, not their cut
-            session.keep_output(SAVED_OUTPUT_LIMIT)
         self._outputs: Path | None = None
-        if self.conversation.folder is not None:
-            session.keep_jobs_in(self.conversation.folder / JOBS)
-        self.counter: TokenCounter = counter or Estimate()
-        """Counts the requests and replies the provider reports no usage for."""
-        self.spend = spend or Spend(Pricing(model, provider.name, provider.url or None))
-        """Every request's tokens and cost, checked against its limits before each request."""
-        self.autonomous = autonomous
-        self.executor: Executor | None = None
-        """Where :meth:`asend` runs blocking work (None: the event loop's default executor,
-        whose few threads suit a handful of sessions; a batch gives one of its own)."""
-        self.interruptible = False
-        """Whether replies are read in a thread of their own even without a time limit, so
-        that an interrupt raised in the agent's thread from elsewhere (an editor's cancel)
-        stops a reply whose server is silent, not only at its next event."""
-        self._system = system_prompt(session, self.format, compact=compact,
-                                     autonomous=autonomous)
+        self._system = system_prompt(session, self.format, compact=settings.compact,
+                                     autonomous=settings.autonomous)
         self._reminder = REMINDER.format(finish=how_to_finish(self.format))
-        self._unlogged = Usage()
-        """What requests whose stream broke cost: counted into the next reply's record."""
-        self._reported = self._reported_in_history()
-        """The last request whose usage the provider reported, with that usage: what the
-        chat template adds beyond the counter's count is learned from it when a count is
-        needed (a resumed conversation's first replies may be cut at a call)."""
-        self._template: int | None = None
-        """Those added tokens (a default system prompt, say), once counted."""
-        self._live_report = False
-        """Whether ``_reported`` is a request of this run: the log does not keep the system
-        prompt and tools a logged request was sent with (a resumed run may have others), so
-        a logged report is no base to count a longer request from."""
+        spend = spend or Spend(Pricing(model, provider.name, provider.url or None))
+        self.billing = Billing(spend, counter or Estimate(), wire_texts,
+                               self._reported_in_history())
+        folder = self.conversation.folder
+        session.serve_agent(  # the files hold what tools printed, not their cut
+            output_limit=SAVED_OUTPUT_LIMIT if self.window is not None else 0,
+            jobs_folder=None if folder is None else folder / JOBS, deadline=spend.deadline)
 
     def run(self, prompt: str) -> RunResult:
         """:meth:`send` ``prompt``, and what came of it."""
@@ -353,15 +299,16 @@ class Agent:
 
     async def asend(self, prompt: str) -> Outcome:
         """:meth:`send` on the event loop: the same steps, with the model's replies read
-        there (asynchronously where the provider can) and tools run in :attr:`executor`'s
-        threads, so one loop holds many sessions. Cancelling it stops the reply being read
-        (what it cost is counted) or, once the tool running now has ended, the run."""
+        there (asynchronously where the provider can) and tools run in the threads of the
+        settings' ``executor``, so one loop holds many sessions. Cancelling it stops the reply
+        being read (what it cost is counted) or, once the tool running now has ended, the
+        run."""
         self._tell_job_ends()
         self.conversation.append(Message("user", prompt))
         with telemetry.current().turn(self.model):
             outcome = await self._adrive(self._steps())
         if outcome is Outcome.TIME_LIMIT:
-            await in_thread(self.session.stop_jobs, self.executor)
+            await in_thread(self.session.stop_jobs, self.settings.executor)
         return outcome
 
     def resume(self) -> Outcome:
@@ -383,9 +330,8 @@ class Agent:
     def _steps(self) -> Steps:
         """The loop itself, as steps that leave the waiting to a driver (see :class:`_Ask`)."""
         self._answer_unfinished()
-        self.session.deadline = self.spend.deadline
         fruitless = 0
-        for _ in range(self.max_steps):
+        for _ in range(self.settings.max_steps):
             self._tell_job_ends()
             request = yield from self._fitting()
             refused = yield from self._reserving(request)
@@ -415,29 +361,29 @@ class Agent:
             told = ran.told or reply.looped is not None
             if reply.looped is not None:
                 self._record(system(reply.looped, Status.ERROR, loop=True))
-            elif self.feedback_limit > 0 and (said := reply_feedback(
+            elif self.settings.feedback_limit > 0 and (said := reply_feedback(
                     reply.message.content, self.format, self.session.toolchain,
                     misses=not (calls or told or reply.cut))) is not None:
                 self._record(said)
                 told = True
             if reply.cut and reply.looped is None:
-                self._record(system(CONTINUE.format(limit=self.max_tokens), cut=True))
+                self._record(system(CONTINUE.format(limit=self.settings.max_tokens), cut=True))
                 continue
             if calls:
                 fruitless = 0
                 continue
             if not told:
-                if not self.autonomous:
+                if not self.settings.autonomous:
                     return Outcome.DONE
-                if self.feedback_limit == 0:  # no reminders: the next reply would be no other
+                if self.settings.feedback_limit == 0:  # no reminders: no other next reply
                     return self._give_up(0)
                 self._record(system(self._reminder, reminder=True))
             fruitless += 1
-            if self.feedback_limit > 0 and fruitless >= self.feedback_limit:
+            if self.settings.feedback_limit > 0 and fruitless >= self.settings.feedback_limit:
                 return self._give_up(fruitless)
-        self._emit(StepLimit(self.max_steps))
+        self._emit(StepLimit(self.settings.max_steps))
         self.conversation.append(system(
-            f"Stopped after {self.max_steps} steps (the step limit).",
+            f"Stopped after {self.settings.max_steps} steps (the step limit).",
             ending=Outcome.STEP_LIMIT))
         return Outcome.STEP_LIMIT
 
@@ -470,7 +416,7 @@ class Agent:
                     if isinstance(effect, _Ask):
                         value = self._generate_once(effect.request)
                     elif isinstance(effect, _Pause):
-                        self._sleep(effect.seconds)
+                        self.settings.sleep(effect.seconds)
                     else:
                         value = effect.work()
                 except Exception as err:
@@ -479,7 +425,8 @@ class Agent:
 
     async def _adrive(self, steps: Steps) -> Outcome:
         """Run ``steps`` on the event loop: replies are read there (where the provider can
-        stream asynchronously), blocking work goes to :attr:`executor`'s threads."""
+        stream asynchronously), blocking work goes to the threads of the settings'
+        ``executor``."""
         value: object = None
         error: Exception | None = None
         with closing(steps):
@@ -491,7 +438,7 @@ class Agent:
                     elif isinstance(effect, _Pause):
                         await asyncio.sleep(effect.seconds)
                     else:
-                        value = await in_thread(effect.work, self.executor)
+                        value = await in_thread(effect.work, self.settings.executor)
                 except Exception as err:
                     error = err
         return effect
@@ -499,7 +446,7 @@ class Agent:
     def _give_up(self, replies: int) -> Outcome:
         """End the run after ``replies`` fruitless replies in a row (0: a reply of an
         autonomous run that ran nothing, with reminders off), saying why."""
-        if not self.autonomous:
+        if not self.settings.autonomous:
             why = (f"{replies} replies in a row held calls that could not run, despite the "
                    "feedback on each.")
         elif replies == 0:
@@ -541,13 +488,13 @@ class Agent:
     def _spilled(self, result: Message, window: Window) -> Message:
         """``result``, or where it would take more than its share of the window, its start
         and end with the path of a file holding all of it, which the read tool may read."""
-        limit = max(int(window.size * self.result_share), 1)
-        if self.counter.count(result.content) <= limit:
+        limit = max(int(window.size * self.settings.result_share), 1)
+        if self.billing.counter.count(result.content) <= limit:
             return result
         if self._outputs is None:
             self._outputs = outputs_folder(self.conversation.folder)
             self.session.allow_reading(self._outputs)
-        return spill(result, self._outputs, limit, self.counter, fmt=self.format)
+        return spill(result, self._outputs, limit, self.billing.counter, fmt=self.format)
 
     def _request(self, history: Sequence[Message] | None = None) -> ChatRequest:
         """The request for the conversation so far (or for ``history``)."""
@@ -555,21 +502,21 @@ class Agent:
         tools = tuple(spec.function_schema(fmt) for spec in self.session.toolchain.tools
                       if spec.is_runnable) if fmt.native else ()
         messages = view(self.conversation.messages if history is None else history)
-        return ChatRequest(self.model, self._system, messages, tools, self.max_tokens,
-                           self.sampling)
+        return ChatRequest(self.model, self._system, messages, tools, self.settings.max_tokens,
+                           self.settings.sampling)
 
     def _fitting(self) -> Generator[_Effect, object, ChatRequest]:
         """The next request, inside the window: when it would not fit, the conversation is
         compacted first (see :mod:`.context`)."""
         request = self._request()
         window = self.window
-        if window is None or self._next_input(request) <= window.budget:
+        if window is None or self.billing.next_input(request) <= window.budget:
             return request
         yield _Blocking(self.compact)  # it asks the model for a summary
         request = self._request()
-        needed = self._next_input(request)
+        needed = self.billing.next_input(request)
         if needed > window.budget:
-            fixed = self._next_input(replace(request, messages=request.messages[:0]))
+            fixed = self.billing.next_input(replace(request, messages=request.messages[:0]))
             if fixed > window.budget:
                 raise ContextOverflow(
                     f"the system prompt (about {fixed} tokens) and a reply of up to "
@@ -589,10 +536,12 @@ class Agent:
         latest exchange) by the model's summary of them, or, where none can be had
         (``compaction = "drop"``, the model failed), by a note that they were left out. The
         compaction is appended to the log; None where there is nothing to compact."""
-        window = self.window or Window(self.context_window or _UNKNOWN, self.max_tokens)
+        window = self.window or Window(self.settings.context_window or _UNKNOWN,
+                                       self.settings.max_tokens)
         request = self._request()
         messages = request.messages
-        costs = [self.counter.count(text) + MESSAGE_OVERHEAD for text in wire_texts(messages)]
+        count = self.billing.counter.count
+        costs = [count(text) + MESSAGE_OVERHEAD for text in wire_texts(messages)]
         end = boundary(messages, costs, window.budget // KEEP_SHARE if keep is None else keep)
         if end is None:
             return None
@@ -615,17 +564,17 @@ class Agent:
         ask = replace(request, messages=(*request.messages[:end], Message("user",
                                                                           SUMMARY_REQUEST)),
                       max_tokens=window.summary_tokens)
-        if window.size != _UNKNOWN and self._next_input(ask) + window.summary_tokens \
+        if window.size != _UNKNOWN and self.billing.next_input(ask) + window.summary_tokens \
                 > window.size:
             return None
-        if self._refusal(ask) is not None:
+        if self.billing.refusal(ask, self.settings.max_tokens) is not None:
             return None
         run = telemetry.current().chat(self.model, provider=self.provider.name,
                                        url=self.provider.url)
         text: list[str] = []
         usage: Usage | None = None
-        stream = self.provider.stream(_capped(ask, self.spend))
-        deadline = self.session.deadline
+        stream = self.provider.stream(_capped(ask, self.billing.spend))
+        deadline = self.billing.spend.deadline
         events = stream if deadline is None else Bounded(stream, deadline)
         try:
             for event in events:
@@ -635,40 +584,25 @@ class Agent:
                     usage = event
         except ProviderError as err:
             if not isinstance(err, StreamBroken):
-                self.spend.release()
-                run.end(error_type=type(err).__name__)
+                self.billing.refused(run, err)
                 return None
-            lost, _ = self._bill(ask, usage, "".join(text), run, error_type=type(err).__name__)
-            self._unlogged += lost  # logged with the next reply, as a broken reply's cost is
+            # logged with the next reply, as a broken reply's cost is
+            self.billing.charge_lost(ask, usage, "".join(text), run,
+                                     error_type=type(err).__name__)
             return None
         except DeadlinePassed:
-            lost, _ = self._bill(ask, usage, "".join(text), run, finish_reason="time-limit")
-            self._unlogged += lost
+            self.billing.charge_lost(ask, usage, "".join(text), run, finish_reason="time-limit")
             return None
         finally:
             events.close()
-        billed, counted = self._bill(ask, usage, "".join(text), run, finish_reason="summary")
+        billed, counted = self.billing.charge(ask, usage, "".join(text), run,
+                                              finish_reason="summary")
         summary = "".join(text).strip()
         if not summary:
-            self._unlogged += billed
+            self.billing.carry(billed)
             return None
         return summary, ReplyRecord(self.model, self.provider.name, self.provider.url or None,
                                     billed, counted=counted)
-
-    def _next_input(self, request: ChatRequest) -> int:
-        """The input tokens of ``request``: the provider's count of the last request it
-        reported, when that request is a prefix of this one, plus a count of what was added
-        since; else the counter's count of all of it."""
-        if self._reported is not None and self._live_report:
-            last, usage = self._reported
-            known = len(last.messages)
-            if last.system == request.system and last.tools == request.tools \
-                    and request.messages[:known] == last.messages:
-                added = wire_texts(request.messages)[known:]
-                added_tokens: int = sum(self.counter.count(text) + MESSAGE_OVERHEAD
-                                        for text in added)
-                return usage.all_input + added_tokens
-        return self._input_tokens(request)
 
     def _generating(self, request: ChatRequest) -> Generator[_Effect, object, _Reply]:
         """One reply, asked for again while its stream breaks off (up to ``retries``, each
@@ -681,47 +615,26 @@ class Agent:
                 return reply
             except StreamBroken as err:
                 attempt += 1
-                if attempt > self.retries:
+                if attempt > self.settings.retries:
                     raise
                 refused = yield from self._reserving(request)
                 if refused is not None:
                     raise StreamBroken(f"{err} (not asked again: {refused})") from err
-                delay = self.backoff * 2 ** (attempt - 1)
-                self._emit(Retrying(str(err), attempt, self.retries, delay))
+                delay = self.settings.backoff * 2 ** (attempt - 1)
+                self._emit(Retrying(str(err), attempt, self.settings.retries, delay))
                 yield _Pause(delay)
 
     def _reserving(self, request: ChatRequest) -> Generator[_Effect, object, Refusal | None]:
-        """:meth:`_refusal`; in a thread where a shared account may make it wait or the
-        counter may ask a server."""
-        if self.spend.account is None and not (self.spend.limited and self._counting_waits):
-            return self._refusal(request)
-        refused = yield _Blocking(lambda: self._refusal(request))
+        """The billing's refusal of ``request``; in a thread where a shared account may make
+        it wait or the counter may ask a server."""
+        def refusal() -> Refusal | None:
+            return self.billing.refusal(request, self.settings.max_tokens)
+
+        if not self.billing.reserving_waits:
+            return refusal()
+        refused = yield _Blocking(refusal)
         assert refused is None or isinstance(refused, Refusal)
         return refused
-
-    def _refusal(self, request: ChatRequest) -> Refusal | None:
-        """Why ``request`` must not be sent, or None once its worst case is reserved (its
-        input is counted only under a limit)."""
-        if not self.spend.limited:
-            return None
-        return self.spend.reserve(self._input_tokens(request), self.max_tokens)
-
-    @property
-    def _counting_waits(self) -> bool:
-        """Whether counting tokens may wait (on a tokenizer server, or a large vocabulary's
-        work): the event loop then leaves it to a thread."""
-        return not isinstance(self.counter, Estimate)
-
-    def _counted_input(self, request: ChatRequest) -> int:
-        return request_tokens(self.counter, request.system, wire_texts(request.messages),
-                              request.tools)
-
-    def _input_tokens(self, request: ChatRequest) -> int:
-        """The input tokens of ``request``: the counter's count plus what the template adds."""
-        if self._template is None:
-            self._template = 0 if self._reported is None else max(
-                0, self._reported[1].all_input - self._counted_input(self._reported[0]))
-        return self._template + self._counted_input(request)
 
     def _reported_in_history(self) -> tuple[ChatRequest, Usage] | None:
         messages = self.conversation.messages
@@ -732,35 +645,12 @@ class Agent:
                 return self._request(messages[:index]), reply.usage
         return None
 
-    def _bill(self, request: ChatRequest, reported: Usage | None, output: str,
-              run: telemetry.ChatRun, **ending: str | None) -> tuple[Usage, Exactness | None]:
-        """Count one request into the spend and end its telemetry: the usage the provider
-        reported, else the request's input and the ``output`` received as the counter counts
-        them (and how they were counted). A limit is charged the larger of a report and that
-        count: a report is no proof."""
-        def own() -> Usage:
-            return Usage(self._input_tokens(request), self.counter.count(output))
-
-        if reported is None:
-            usage = charged = own()
-            counted: Exactness | None = self.counter.exactness
-        else:
-            usage, counted = reported, None
-            charged = larger(reported, own()) if self.spend.limited else reported
-            self._reported, self._template = (request, reported), None
-            self._live_report = True
-        cost = self.spend.add(charged, estimated=charged != reported
-                              and self.counter.exactness == "estimate")
-        run.end(usage=usage.as_dict(), counted=counted,
-                cost_usd=None if cost is None else float(cost), **ending)
-        return usage, counted
-
     def _generate_once(self, request: ChatRequest) -> _Reply:
         """Stream one reply; stop it at its first complete runnable call."""
         reading = self._reading()
-        stream = self.provider.stream(_capped(request, self.spend))
-        deadline = self.session.deadline
-        events = stream if deadline is None and not self.interruptible else Bounded(
+        stream = self.provider.stream(_capped(request, self.billing.spend))
+        deadline = self.billing.spend.deadline
+        events = stream if deadline is None and not self.settings.interruptible else Bounded(
             stream, math.inf if deadline is None else deadline)
         try:
             for event in events:
@@ -783,11 +673,11 @@ class Agent:
         """:meth:`_generate_once` on the event loop (in a thread for a provider that can
         only stream synchronously)."""
         if not has_astream(self.provider):
-            return await in_thread(lambda: self._generate_once(request), self.executor)
+            return await in_thread(lambda: self._generate_once(request), self.settings.executor)
         reading = self._reading()
-        deadline = self.session.deadline
+        deadline = self.billing.spend.deadline
         limit = asyncio.timeout(None if deadline is None else deadline - time.monotonic())
-        capped = _capped(request, self.spend)
+        capped = _capped(request, self.billing.spend)
         try:
             async with limit, aclosing(self.provider.astream(capped)) as events:
                 async for event in events:
@@ -799,24 +689,19 @@ class Agent:
             reading.out_of_time = True
             reading.text.append("\n[cut at the time limit]")
         except Exception as err:
-            if self._counts_slowly(reading):
+            if self.billing.charging_waits(reading.usage):
                 await in_thread(functools.partial(self._failed, request, reading, err),
-                                self.executor)
+                                self.settings.executor)
             else:
                 self._failed(request, reading, err)
             raise
         except asyncio.CancelledError as err:  # the run was stopped: the request still cost
             self._failed(request, reading, err)
             raise
-        if self._counts_slowly(reading):
+        if self.billing.charging_waits(reading.usage):
             return await in_thread(functools.partial(self._read, request, reading),
-                                   self.executor)
+                                   self.settings.executor)
         return self._read(request, reading)
-
-    def _counts_slowly(self, reading: _Reading) -> bool:
-        """Whether billing ``reading`` counts tokens (no usage came, or a limit charges the
-        larger of it and the count) with a counter that may wait: in a thread, then."""
-        return (reading.usage is None or self.spend.limited) and self._counting_waits
 
     def _reading(self) -> _Reading:
         return _Reading(StreamParser(self.format), telemetry.current().chat(
@@ -845,24 +730,22 @@ class Agent:
         """Count a reply whose reading failed: a request the provider refused (an HTTP
         error) is not billed; one that broke off or was stopped is, for what it got."""
         if isinstance(err, ProviderError) and not isinstance(err, StreamBroken):
-            self.spend.release()
-            reading.run.end(error_type=type(err).__name__)
+            self.billing.refused(reading.run, err)
             return
-        lost, _ = self._bill(request, reading.usage, "".join(reading.text), reading.run,
-                             error_type=type(err).__name__)
-        self._unlogged += lost
+        self.billing.charge_lost(request, reading.usage, "".join(reading.text), reading.run,
+                                 error_type=type(err).__name__)
 
     def _read(self, request: ChatRequest, reading: _Reading) -> _Reply:
         """The reply of a reading that ended (whole, cut at a call, interrupted, out of
         time), billed."""
         end, stopped_early, looped = reading.end, reading.stopped_early, reading.looped
         interrupted, out_of_time = reading.interrupted, reading.out_of_time
-        billed, counted = self._bill(
+        billed, counted = self.billing.charge(
             request, reading.usage, "".join(reading.text), reading.run,
             finish_reason="time-limit" if out_of_time
             else "tool_call" if stopped_early and not interrupted
             else "loop" if looped else end.stop_reason if end else "interrupted")
-        limit = _limit_of(reading, self.spend)
+        limit = _limit_of(reading, self.billing.spend)
         calls = reading.calls
         if not stopped_early and looped is None and limit is None:
             calls = self._first_runnable(reading.parser.finish())
@@ -873,9 +756,7 @@ class Agent:
             reply = _up_to(reply, calls[0])
         native_calls = [self._native_call(call) for call in reading.native]
         cut = end is not None and end.cut and not stopped_early
-        if self._unlogged != Usage():  # broken attempts before it: counted by fencecall
-            billed, self._unlogged = billed + self._unlogged, Usage()
-            counted = counted or self.counter.exactness
+        billed, counted = self.billing.with_carried(billed, counted)  # broken attempts
         message = Message("assistant", reply, reply=ReplyRecord(
             self.model, self.provider.name, self.provider.url or None, billed,
             tuple(NativeCallRecord(call.call_id or "", call.name, dict(call.kwargs))

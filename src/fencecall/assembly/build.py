@@ -12,6 +12,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -177,24 +178,27 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
           conversation: Conversation | None = None, *, on_event: EventSink | None = None,
           sleep: Callable[[float], None] = time.sleep,
           account: Account | None = None, secrets: Mapping[str, str] | None = None,
-          tokens: TokenCounter | None = None) -> Agent:
+          tokens: TokenCounter | None = None, executor: Executor | None = None,
+          interruptible: bool = False) -> Agent:
     """The agent loop of a run, its spend counted from now and held to the settings'
     limits, and to a budget shared with other runs (``account``, a batch's) where given;
     ``sleep`` waits out a retry's backoff and a shared budget held by other runs;
     ``secrets`` hold the API keys a token counter may need (default: the environment);
-    ``tokens`` is the model's counter where runs share one (default: :func:`counter`)."""
-    from ..agent import Agent
+    ``tokens`` is the model's counter where runs share one (default: :func:`counter`);
+    ``executor`` and ``interruptible`` as in :class:`~fencecall.agent.AgentSettings`."""
+    from ..agent import Agent, AgentSettings
 
-    return Agent(model, settings.model_name, run_session, conversation, fmt=settings.format,
-                 max_steps=settings.max_steps, max_tokens=settings.max_tokens,
-                 retries=settings.retries, on_event=on_event, sleep=sleep,
-                 feedback_limit=settings.feedback_limit, sampling=settings.sampling,
-                 compact=settings.compact, context_window=settings.context_window,
-                 compaction=settings.compaction, result_share=settings.result_share,
+    how = AgentSettings(
+        fmt=settings.format, max_steps=settings.max_steps, max_tokens=settings.max_tokens,
+        retries=settings.retries, feedback_limit=settings.feedback_limit,
+        sampling=settings.sampling, compact=settings.compact,
+        context_window=settings.context_window, compaction=settings.compaction,
+        result_share=settings.result_share, autonomous=settings.autonomous,
+        interruptible=interruptible, sleep=sleep, executor=executor)
+    return Agent(model, settings.model_name, run_session, conversation, how, on_event=on_event,
                  counter=tokens or counter(settings, config, secrets),
                  spend=Spend(pricing(settings, model), settings.limits, account=account,
-                             wait=sleep),
-                 autonomous=settings.autonomous)
+                             wait=sleep))
 
 
 def tool_session(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
@@ -219,10 +223,11 @@ def tool_session(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
 def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
              conversation: Callable[[], Conversation] | None = None,
              on_event: EventSink | None = None, secrets: Mapping[str, str] | None = None,
-             warn: Warn = _warn) -> Agent:
+             warn: Warn = _warn, interruptible: bool = False) -> Agent:
     """A whole run: the provider, then the :func:`tool_session`, then the conversation
     (``conversation()`` makes or opens it only once the run's environment stands, so a
-    refused run leaves no log behind; default: one in memory), then the agent."""
+    refused run leaves no log behind; default: one in memory), then the agent
+    (``interruptible`` as in :class:`~fencecall.agent.AgentSettings`)."""
     secrets = own_secrets(config) if secrets is None else secrets
     model = provider(settings, config, secrets)
     run_session = tool_session(settings, config, confirm=confirm, secrets=secrets, warn=warn)
@@ -231,4 +236,5 @@ def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
     except BaseException:
         run_session.close()
         raise
-    return agent(settings, config, model, run_session, log, on_event=on_event, secrets=secrets)
+    return agent(settings, config, model, run_session, log, on_event=on_event, secrets=secrets,
+                 interruptible=interruptible)

@@ -424,11 +424,10 @@ class Runner:
                                "tools": list(session.toolchain.names()),
                                "workspace": str(workspace),
                                "sandbox": str(env.sandbox.policy), "batch_task": task.id})
-        agent = assembly.agent(settings, config, _StoppableProvider(provider, stop), session,
-                               conversation, sleep=stop.sleep, account=self.account,
-                               secrets=self.secrets, tokens=self._counter(settings))
-        agent.executor = self.executor
-        return agent
+        return assembly.agent(settings, config, _StoppableProvider(provider, stop), session,
+                              conversation, sleep=stop.sleep, account=self.account,
+                              secrets=self.secrets, tokens=self._counter(settings),
+                              executor=self.executor)
 
     def _end(self, task: Task, stop: Stop, attempt: _Attempt, status: Outcome,
              error: str | None) -> TaskResult:

@@ -57,7 +57,7 @@ def _log(agent: Agent, display: Display, arg: str) -> None:
 def _usage(agent: Agent, display: Display, arg: str) -> None:
     from .stats_cmd import show
 
-    pricing = agent.spend.pricing  # the configured price of the run's model, if any
+    pricing = agent.billing.spend.pricing  # the configured price of the run's model, if any
     show(collect([agent.conversation.messages],
                  lambda key: pricing.configured if key == pricing.key else None),
          display.console, f"conversation {agent.conversation.name}")

@@ -71,6 +71,7 @@ class Session:
         self._roots = (self._workspace, *(Path(r).resolve() for r in extra_roots))
         self._read_roots: tuple[Path, ...] = ()
         self._output_limit = DEFAULT_OUTPUT_LIMIT
+        self._deadline: float | None = None
         self._confirm = confirm
         self._hooks = hooks or HookRegistry()
         if isinstance(sandbox, Sandbox):
@@ -121,12 +122,6 @@ class Session:
     def output_limit(self) -> int:
         return self._output_limit
 
-    def keep_output(self, limit: int) -> None:
-        """Let tools keep up to ``limit`` characters of output (at least the default): for an
-        agent that saves huge results to files, so the files hold all of it. Applies to the
-        shell and python sessions started after the call."""
-        self._output_limit = max(self._output_limit, limit)
-
     def allow_reading(self, folder: Path) -> None:
         """Let the read tool read ``folder`` (fencecall's own, which no tool writes: it is
         not a root, so neither file tools nor sandboxed processes may write it)."""
@@ -167,10 +162,19 @@ class Session:
             disk_limit=self._sandbox.limits.output,
             max_jobs=self._max_jobs, background_after=self._background_after))
 
-    def keep_jobs_in(self, folder: Path) -> None:
-        """Keep the jobs' logs in ``folder`` (in a conversation's own folder, which no tool
-        writes; made private at the first job) rather than a temporary one."""
-        self._job_logs = folder
+    def serve_agent(self, *, output_limit: int = 0, jobs_folder: Path | None = None,
+                    deadline: float | None = None) -> None:
+        """What the agent that drives the session needs, given once as it is built (never
+        per run): tools keep up to ``output_limit`` characters of output (at least the
+        default; for an agent that saves huge results to files, so the files hold all of
+        it); the jobs' logs go to ``jobs_folder`` (a conversation's own folder, which no tool
+        writes; made private at the first job) rather than a temporary one; and the run's
+        time limit is ``deadline`` (a :func:`time.monotonic` instant). Call it before the
+        first tool runs: shells and jobs started earlier keep what they were given."""
+        self._output_limit = max(self._output_limit, output_limit)
+        if jobs_folder is not None:
+            self._job_logs = jobs_folder
+        self._deadline = deadline
 
     def _jobs_folder(self) -> Path:
         if self._job_logs is None:
@@ -224,11 +228,13 @@ class Session:
     def functions(self) -> Mapping[str, Callable[..., Any]]:
         return self.toolchain.functions()
 
-    deadline: float | None = None
-    """The run's time limit as a :func:`time.monotonic` instant, set by the agent."""
+    @property
+    def deadline(self) -> float | None:
+        """The run's time limit as a :func:`time.monotonic` instant (see :meth:`serve_agent`)."""
+        return self._deadline
 
     def time_left(self) -> float | None:
-        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
 
     def resource(self, key: str, factory: Callable[[], R]) -> R:
         """The session's resource ``key``, created by ``factory`` on first use."""
