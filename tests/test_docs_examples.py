@@ -51,12 +51,12 @@ from .docs_runner import (
 )
 from .fakeserver import FakeModelServer, Reply
 from .otlp import Receiver
+from .support import F
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 ALL = [block for page in PAGES for block in blocks(page, ROOT)]
-F = "```"
 
 SHELL = {"", "sh", "shell", "bash", "console"}
 DEMO = "/tmp/fencecall-demo"

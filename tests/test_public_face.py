@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import json
 import shutil
 import subprocess
@@ -11,6 +13,7 @@ from pathlib import Path
 import fencecall
 from fencecall import (
     Agent,
+    AgentSettings,
     CallRecord,
     Conversation,
     Outcome,
@@ -20,7 +23,8 @@ from fencecall import (
     auto_yes,
 )
 
-F = "```"
+from .support import F
+
 RELEASE_LOG = Path(__file__).parent / "fixtures" / "logs" / "release-0.1.jsonl"
 """A log written by fencecall 0.1.0 on 2026-12-04 (a native save, a markdown shell call, an
 undo), kept as written: later releases must still load and resume it."""
@@ -29,8 +33,12 @@ undo), kept as written: later releases must still load and resume it."""
 def test_every_public_name_resolves_and_is_listed() -> None:
     homes = fencecall._MODULE_OF
     assert sorted(fencecall.__all__) == sorted([*homes, "__version__"])
-    for name in fencecall.__all__:
-        assert getattr(fencecall, name) is not None
+    for name, home in homes.items():
+        # the object its home package defines, not a namesake imported from somewhere else
+        value = getattr(fencecall, name)
+        assert value is getattr(importlib.import_module(f"fencecall.{home}"), name), name
+        assert value.__module__.startswith(f"fencecall.{home}"), name
+    assert fencecall.__version__ == importlib.metadata.version("fencecall")
     assert set(fencecall.__all__) <= set(dir(fencecall))
 
 
@@ -77,7 +85,7 @@ def test_a_log_written_by_release_0_1_still_loads_and_resumes(tmp_path: Path,
     provider = ScriptedProvider(["Still here."])
     with Session(Toolchain.build(["shell", "save", "read"]), workspace=workspace,
                  confirm=auto_yes) as session:
-        run = Agent(provider, "scripted", session, conversation, fmt="tool").run(
+        run = Agent(provider, "scripted", session, conversation, AgentSettings(fmt="tool")).run(
             "Are you there?")
     assert run.answer == "Still here."
     sent = provider.requests[0].messages

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from fencecall.accounting import Limits, Pricing, Spend
-from fencecall.agent import Agent
-from fencecall.execution import Session, auto_yes
+from fencecall.agent import Agent, AgentSettings
+from fencecall.execution import Session
 from fencecall.message import Outcome, Usage
 from fencecall.providers.openai_provider import OpenAIProvider
-from fencecall.tools import Toolchain
 from tests.fakeserver import FakeModelServer, Reply
+from tests.support import tool_session
 
 TASK = "Write the report."
 HUGE = " ".join(f"w{i}" for i in range(60_000))[:400_000]
@@ -28,15 +28,15 @@ PATHS = pytest.mark.parametrize("asynchronous", [False, True], ids=["send", "ase
 
 @pytest.fixture
 def session(workspace: Path) -> Iterator[Session]:
-    with Session(Toolchain.build(["shell", "save"]), workspace=workspace,
-                 confirm=auto_yes) as session:
+    with tool_session(workspace, ["shell", "save"]) as session:
         yield session
 
 
 def _agent(server: FakeModelServer, session: Session, budget: int, max_tokens: int) -> Agent:
     provider = OpenAIProvider(api_key=None, base_url=server.openai_url, max_retries=0)
     spend = Spend(Pricing("m", provider.name, provider.url), Limits(tokens=budget))
-    return Agent(provider, "m", session, fmt="markdown", max_tokens=max_tokens, spend=spend)
+    return Agent(provider, "m", session, settings=AgentSettings(fmt="markdown",
+                 max_tokens=max_tokens), spend=spend)
 
 
 def _run(agent: Agent, asynchronous: bool) -> Outcome:
@@ -78,7 +78,7 @@ def test_bogus_usage_lets_no_more_requests_through_than_the_budget_allows(
         outcome = _run(agent, asynchronous)
         sent = len(server.requests)
     assert (outcome, sent) == (Outcome.BUDGET, 1)
-    assert agent.spend.tokens <= budget
+    assert agent.billing.spend.tokens <= budget
     reply = agent.conversation.messages[1].reply
     assert reply is not None and reply.counted == "estimate"  # fencecall's own count
 
@@ -101,7 +101,7 @@ def test_a_reply_the_server_will_not_stop_is_cut_where_the_budget_runs_out(
     assert len(reply.content) < 2 * 4_100 + 100  # fencecall's count, half a token a character
     assert reply.reply is not None and reply.reply.cut and reply.reply.counted == "estimate"
     assert stop.ending is Outcome.BUDGET and "Stopped by the token budget" in stop.content
-    assert agent.spend.tokens <= budget + 25  # past it by the chunk that crossed it at most
+    assert agent.billing.spend.tokens <= budget + 25  # past it by the chunk that crossed it at most
 
 
 @PATHS
@@ -120,4 +120,4 @@ def test_a_report_below_fencecall_s_count_is_charged_as_counted(session: Session
     assert (outcome, sent) == (Outcome.BUDGET, 1)
     reply = agent.conversation.messages[1].reply
     assert reply is not None and reply.usage == Usage(10, 0)  # the log keeps the report
-    assert agent.spend.tokens == worst - 1_200 + 500  # charged its input and text as counted
+    assert agent.billing.spend.tokens == worst - 1_200 + 500  # its input and text as counted

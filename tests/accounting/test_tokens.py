@@ -25,6 +25,7 @@ from fencecall.accounting.tokens import server_root
 from ..cli.conftest import cli_env, log_of
 from ..fakeserver import FakeModelServer, Reply, dense_tokens
 from ..ports import free_port
+from ..support import F
 
 TEXTS = {
     "prose": "The quick brown fox jumps over the lazy dog, and then it rests. " * 20,
@@ -155,8 +156,7 @@ def test_anthropic_models_without_a_key_get_the_estimate() -> None:
 
 def test_a_claude_run_counts_its_cut_replies_with_anthropic_s_endpoint(
         tmp_path: Path, workspace: Path) -> None:
-    fence = "```"
-    replies = [Reply(f"Step {i}.\n{fence}shell\necho {i}\n{fence}\nThen more.")
+    replies = [Reply(f"Step {i}.\n{F}shell\necho {i}\n{F}\nThen more.")
                for i in range(2)] + [Reply("Done.")]
     with FakeModelServer(replies, tokenizer=dense_tokens) as server:
         config = tmp_path / "config" / "fencecall" / "config.toml"  # where cli_env points

@@ -11,9 +11,8 @@ import acp
 
 from ..fakeserver import FakeModelServer, Reply
 from ..processes import running
+from ..support import F
 from .conftest import Editor, editor_session, run
-
-F = "`" * 3
 
 
 def test_cancel_stops_a_long_command(tmp_path: Path, workspace: Path) -> None:

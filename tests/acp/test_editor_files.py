@@ -8,9 +8,8 @@ from pathlib import Path
 import acp
 
 from ..fakeserver import FakeModelServer, Reply
+from ..support import F
 from .conftest import Editor, editor_session, run
-
-F = "`" * 3
 
 
 def test_file_tools_go_through_the_editor(tmp_path: Path, workspace: Path) -> None:

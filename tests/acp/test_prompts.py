@@ -10,9 +10,8 @@ from fencecall.acp.updates import title_of
 from fencecall.parsing import ToolCall
 
 from ..fakeserver import FakeModelServer, Reply
+from ..support import F
 from .conftest import Editor, editor_session, run
-
-F = "`" * 3
 
 
 async def _prompt(tmp_path: Path, workspace: Path, url: str, text: str, editor: Editor,

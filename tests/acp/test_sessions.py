@@ -13,13 +13,11 @@ import pytest
 from acp.schema import McpServerStdio
 
 from fencecall.agent import Conversation
-from fencecall.tools.runtime.sandbox import sandbox_support
 
 from ..fakeserver import FakeModelServer, Reply
 from ..mcp_servers.conftest import FLAKY
+from ..support import F, needs_bwrap
 from .conftest import Editor, editor_session, run
-
-F = "`" * 3
 
 
 def test_a_session_loads_after_a_restart(tmp_path: Path, workspace: Path) -> None:
@@ -125,7 +123,7 @@ def test_the_editors_mcp_server_is_connected(tmp_path: Path, workspace: Path) ->
     assert "from the editor's server" in server.requests[1].body["messages"][-1]["content"]
 
 
-@pytest.mark.skipif(not sandbox_support().available, reason="bubblewrap cannot run here")
+@needs_bwrap
 def test_the_sandbox_runs_read_only_commands_unasked(tmp_path: Path, workspace: Path) -> None:
     (workspace / "seen.txt").write_text("")
     replies = [Reply(f"{F}shell\nls\n{F}\n"), Reply(f"{F}shell\ntouch asked.txt\n{F}\n"),

@@ -21,10 +21,10 @@ from fencecall.batch import BatchOptions, ResultFile, TaskResult, run_batch
 from fencecall.message import Outcome
 from tests.cli.conftest import cli_env
 from tests.fakeserver import FakeModelServer, Reply, dense_tokens
+from tests.support import F
 
 from .conftest import Script, task
 
-F = "```"
 PER_TOKEN = 0.001
 """USD: the configured price, 1000 USD per million tokens in and out."""
 PRICE = '[models."local/fake"]\nprice = {input = 1000, output = 1000}\n'

@@ -18,9 +18,9 @@ import pytest
 from fencecall.cli.main import main
 
 from ..fakeserver import FakeModelServer, Reply
+from ..support import F
 from .conftest import CLI, cli_env, log_of
 
-F = "```"
 SUMMARY = "Printed hello with the shell."
 
 

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from ..fakeserver import FakeModelServer, Reply, dense_tokens
+from ..support import F
 from .conftest import CLI, log_of
-
-F = "```"
 
 
 def _configure(tmp_path: Path, text: str) -> None:

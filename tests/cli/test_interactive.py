@@ -8,6 +8,7 @@ from pathlib import Path
 import pexpect
 
 from ..fakeserver import FakeModelServer, Reply
+from ..support import F
 from .conftest import cli_env
 
 
@@ -64,9 +65,8 @@ def test_mcp_slash_command_shows_the_servers(tmp_path: Path, workspace: Path) ->
 
 def test_compact_slash_command_replaces_older_exchanges_by_a_summary(
         tmp_path: Path, workspace: Path) -> None:
-    fence = "```"
-    replies = [Reply(f"{fence}shell\necho one\n{fence}\n"), Reply("First done."),
-               Reply(f"{fence}shell\necho two\n{fence}\n"), Reply("Second done."),
+    replies = [Reply(f"{F}shell\necho one\n{F}\n"), Reply("First done."),
+               Reply(f"{F}shell\necho two\n{F}\n"), Reply("Second done."),
                Reply("Summary: echoed one and two."), Reply("Third answer.")]
     with FakeModelServer(replies) as server:
         env = cli_env(tmp_path, server.openai_url, TERM="xterm", COLUMNS="200", LINES="50",

@@ -16,16 +16,13 @@ from typing import Any
 
 import pytest
 
-from fencecall.tools.runtime.sandbox import sandbox_support
-
 from ..fakeserver import FakeModelServer, Reply
 from ..ports import free_port
 from ..processes import running
+from ..support import F, needs_bwrap
 from .conftest import CLI, cli_env, log_of
 
-F = "```"
-SANDBOXES = [pytest.param("workspace-write", marks=pytest.mark.skipif(
-    not sandbox_support().available, reason="bubblewrap cannot run here")), "off"]
+SANDBOXES = [pytest.param("workspace-write", marks=needs_bwrap), "off"]
 
 
 def shell(command: str) -> Reply:

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from ..fakeserver import FakeModelServer, Reply
+from ..support import F
 from .conftest import cli_env
 
-F = "```"
 TIME = "2026-01-01T00:00:00+00:00"
 
 

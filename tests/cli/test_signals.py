@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-F = "```"
+from ..support import F
 
 
 def _sleepers(marker: str) -> list[int]:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..fakeserver import FakeModelServer, Reply
+from ..support import F
 from .conftest import CLI, cli_env, log_of
-
-F = "```"
 
 
 def test_sampling_is_sent_only_when_set(fencecall: CLI) -> None:

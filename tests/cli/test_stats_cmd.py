@@ -9,9 +9,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from ..fakeserver import FakeModelServer, Reply, dense_tokens
+from ..support import F
 from .conftest import CLI, cli_env
-
-F = "```"
 
 
 def test_stats_say_which_tool_fails_and_what_it_cost(fencecall: CLI, tmp_path: Path) -> None:

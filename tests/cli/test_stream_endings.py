@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from ..fakeserver import FakeModelServer, Reply
+from ..support import F
 from .conftest import CLI, claude_env, log_of
-
-F = "```"
 
 
 @pytest.mark.parametrize("provider", ["local", "claude"])

@@ -11,7 +11,7 @@ from fencecall.cli.title import POP, PUSH, show_running_tools, title_for
 from fencecall.execution import Session, auto_yes
 from fencecall.tools import Toolchain, ToolSpec
 
-F = "```"
+from ..support import F
 
 
 def test_the_title_is_set_and_restored_around_a_call(tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from ..fakeserver import FakeModelServer, Reply
+from ..support import F
 from .conftest import CLI, claude_env, log_of
 
-F = "```"
 NOTE = "[1 character that could not be encoded (U+D800) was replaced with U+FFFD]"
 
 

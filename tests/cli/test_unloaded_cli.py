@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ..fakeserver import FakeModelServer, Reply
 from ..mcp_servers.conftest import FLAKY
+from ..support import F
 from .conftest import CLI
 
-F = "```"
 TOLD = (f"The shell tool is not loaded in this run, so the {F}shell block on line 3 did not "
         "run. Loaded tools: read.")
 

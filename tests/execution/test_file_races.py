@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.execution import Session, auto_yes
+from fencecall.execution import Session
 from fencecall.message import Message, Status
-from fencecall.tools import Toolchain
-from fencecall.tools.runtime.sandbox import SandboxPolicy, sandbox_support
+from fencecall.tools.runtime.sandbox import SandboxPolicy
 
-F = "```"
+from ..support import F, needs_bwrap, tool_session
+
 SWAP_SECONDS = 3.0
 SWAPPER = Path(__file__).with_name("swapper.py")
 INSIDE = "line\n"
@@ -36,9 +36,7 @@ CALLS = {
     "read": f"{F}read d/x.txt\n{F}\n",
 }
 POLICIES = [
-    pytest.param(SandboxPolicy.WORKSPACE_WRITE, marks=pytest.mark.skipif(
-        not sandbox_support().available, reason=f"no sandbox here: {sandbox_support().reason}"),
-        id="sandboxed"),
+    pytest.param(SandboxPolicy.WORKSPACE_WRITE, marks=needs_bwrap, id="sandboxed"),
     pytest.param(SandboxPolicy.OFF, id="unsandboxed"),
 ]
 
@@ -64,8 +62,8 @@ def attacked(workspace: Path, outside: Path) -> Path:
 
 @pytest.fixture(params=POLICIES)
 def session(request: pytest.FixtureRequest, attacked: Path) -> Iterator[Session]:
-    chain = Toolchain.build(["shell", "save", "append", "patch", "read"])
-    with Session(chain, workspace=attacked, confirm=auto_yes, sandbox=request.param) as session:
+    tools = ["shell", "save", "append", "patch", "read"]
+    with tool_session(attacked, tools, sandbox=request.param) as session:
         yield session
 
 

@@ -30,8 +30,7 @@ from fencecall.tools.events import (
 )
 
 from ..sample_tools import CATALOGUE
-
-F = "```"
+from ..support import F
 
 
 def run(session: Session, text: str, fmt: str = "markdown") -> list[str]:

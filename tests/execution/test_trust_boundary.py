@@ -15,16 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.execution import Session, auto_no, auto_yes
+from fencecall.execution import auto_no, auto_yes
 from fencecall.message import Status
-from fencecall.tools import Toolchain
 from fencecall.tools.runtime import sandbox as sandbox_module
 from fencecall.tools.runtime.sandbox import SandboxPolicy, SandboxSupport, sandbox_support
 from fencecall.tools.runtime.shell_policy import is_read_only
 
-F = "```"
-needs_bwrap = pytest.mark.skipif(not sandbox_support().available,
-                                 reason=f"no sandbox here: {sandbox_support().reason}")
+from ..support import F, needs_bwrap, tool_session
+
+TOOLS = ("shell", "ipython")
 
 
 def shell(command: str) -> str:
@@ -36,10 +35,6 @@ def outside(tmp_path: Path) -> Path:
     folder = tmp_path / "outside"
     folder.mkdir()
     return folder
-
-
-def session_for(workspace: Path, **options: object) -> Session:
-    return Session(Toolchain.build(["shell", "ipython"]), workspace=workspace, **options)  # type: ignore[arg-type]
 
 
 # Commands the classifier calls read-only although each writes, runs a program or talks to
@@ -60,7 +55,7 @@ def test_a_misclassified_command_runs_unasked_but_cannot_write(name: str, worksp
         command = BYPASSES[name].format(target=target)
         assert is_read_only(command), "the classifier must still be fooled for this to prove "\
             "anything; replace the example with one that fools it"
-        with session_for(workspace, confirm=auto_no) as session:
+        with tool_session(workspace, TOOLS, confirm=auto_no) as session:
             [result] = list(session.execute(shell(command)))
         assert result.status is None  # it ran, unasked
         assert not target.exists(), result.content
@@ -68,7 +63,7 @@ def test_a_misclassified_command_runs_unasked_but_cannot_write(name: str, worksp
 
 @needs_bwrap
 def test_declined_calls_never_run_and_say_so(workspace: Path) -> None:
-    with session_for(workspace, confirm=auto_no) as session:
+    with tool_session(workspace, TOOLS, confirm=auto_no) as session:
         [result] = list(session.execute(shell(f"touch {workspace / 'made'}")))
     assert result.status is Status.DECLINED
     assert not (workspace / "made").exists()
@@ -77,7 +72,7 @@ def test_declined_calls_never_run_and_say_so(workspace: Path) -> None:
 @needs_bwrap
 def test_confirmed_shell_writes_only_inside_the_workspace(workspace: Path,
                                                           outside: Path) -> None:
-    with session_for(workspace, confirm=auto_yes) as session:
+    with tool_session(workspace, TOOLS, confirm=auto_yes) as session:
         results = list(session.execute(
             shell("echo in > inside.txt") +
             shell(f"echo out > {outside / 'a'}; cp inside.txt {outside / 'b'}; "
@@ -96,7 +91,7 @@ def test_a_misclassified_git_command_cannot_change_the_repository(workspace: Pat
     subprocess.run(["git", "-C", str(workspace), "-c", "user.name=t", "-c", "user.email=t@t",
                     "commit", "-q", "--allow-empty", "-m", "first"], check=True)
     assert is_read_only("git branch evil")
-    with session_for(workspace, confirm=auto_no) as session:
+    with tool_session(workspace, TOOLS, confirm=auto_no) as session:
         [result] = list(session.execute(shell("git branch evil")))
     assert result.status is None
     assert not (workspace / ".git/refs/heads/evil").exists()
@@ -107,7 +102,7 @@ def test_a_misclassified_git_command_cannot_change_the_repository(workspace: Pat
 def test_python_tool_is_sandboxed_too(workspace: Path, outside: Path) -> None:
     code = (f"open({str(workspace / 'in.txt')!r}, 'w').write('ok')\n"
             f"open({str(outside / 'out.txt')!r}, 'w').write('no')")
-    with session_for(workspace, confirm=auto_yes) as session:
+    with tool_session(workspace, TOOLS, confirm=auto_yes) as session:
         [result] = list(session.execute(f"{F}ipython\n{code}\n{F}\n"))
     assert (workspace / "in.txt").read_text() == "ok"
     assert not (outside / "out.txt").exists()
@@ -139,9 +134,9 @@ def local_server() -> Iterator[int]:
 def test_network_needs_the_network_option(workspace: Path, local_server: int) -> None:
     fetch = (f"python3 -c \"import urllib.request as u; "
              f"print(u.urlopen('http://127.0.0.1:{local_server}/', timeout=3).read())\"")
-    with session_for(workspace, confirm=auto_yes) as session:
+    with tool_session(workspace, TOOLS, confirm=auto_yes) as session:
         [closed] = list(session.execute(shell(fetch)))
-    with session_for(workspace, confirm=auto_yes, network=True) as session:
+    with tool_session(workspace, TOOLS, confirm=auto_yes, network=True) as session:
         [opened] = list(session.execute(shell(fetch)))
     assert "reached" not in closed.content and "Connection refused" in closed.content
     assert "b'reached'" in opened.content
@@ -150,7 +145,7 @@ def test_network_needs_the_network_option(workspace: Path, local_server: int) ->
 @needs_bwrap
 def test_read_only_policy_protects_the_workspace_too(workspace: Path) -> None:
     (workspace / "keep.txt").write_text("original\n")
-    with session_for(workspace, confirm=auto_yes, sandbox="read-only") as session:
+    with tool_session(workspace, TOOLS, confirm=auto_yes, sandbox="read-only") as session:
         [result] = list(session.execute(shell("echo changed > keep.txt; rm -f keep.txt")))
     assert (workspace / "keep.txt").read_text() == "original\n"
     assert "Read-only file system" in result.content
@@ -168,7 +163,7 @@ def test_tools_never_see_secrets(policy: str, workspace: Path,
     monkeypatch.setenv("UNLISTED_VARIABLE", "plain")
     reply = (shell("env; echo ---; printenv OPENAI_API_KEY UNLISTED_VARIABLE; echo $PATH")
              + f"{F}ipython\nimport os\nsorted(os.environ)\n{F}\n")
-    with session_for(workspace, confirm=auto_yes, sandbox=policy,
+    with tool_session(workspace, TOOLS, confirm=auto_yes, sandbox=policy,
                      secrets={"OPENAI_API_KEY": SECRET}) as session:
         results = [m.content for m in session.execute(reply)]
     assert all(SECRET not in text and "OPENAI_API_KEY=" not in text for text in results)
@@ -179,7 +174,7 @@ def test_tools_never_see_secrets(policy: str, workspace: Path,
 
 def test_known_secret_values_are_redacted_from_results(workspace: Path) -> None:
     (workspace / ".env").write_text(f"TOKEN={SECRET}\n")
-    with session_for(workspace, confirm=auto_yes, sandbox="off",
+    with tool_session(workspace, TOOLS, confirm=auto_yes, sandbox="off",
                      secrets={"MY_TOKEN": SECRET}) as session:
         [result] = list(session.execute(shell("cat .env")))
     assert SECRET not in result.content
@@ -192,7 +187,7 @@ def test_without_bwrap_nothing_runs_unasked(workspace: Path,
                                     "`apt-get install -y bubblewrap`.")
     monkeypatch.setattr(sandbox_module, "sandbox_support", lambda: missing)
     with pytest.warns(RuntimeWarning, match="apt-get install -y bubblewrap"):
-        session = session_for(workspace, confirm=auto_no)
+        session = tool_session(workspace, TOOLS, confirm=auto_no)
     with session:
         assert session.sandbox.policy is SandboxPolicy.OFF
         [result] = list(session.execute(shell("ls")))
@@ -211,7 +206,7 @@ def test_programs_under_a_masked_tmp_stay_runnable(workspace: Path, tmp_path: Pa
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     sandbox_module._runtime_paths.cache_clear()
     try:
-        with session_for(workspace, confirm=auto_yes) as session:
+        with tool_session(workspace, TOOLS, confirm=auto_yes) as session:
             [result] = list(session.execute(shell(f"hello-from-venv; touch {bin_dir}/x")))
     finally:
         sandbox_module._runtime_paths.cache_clear()
@@ -237,7 +232,7 @@ def test_a_nested_root_swapped_for_a_link_never_binds_the_outside(nested: str, t
         swap = f"cd {workspace} && mv a b && mkdir a && ln -s {outside} a/sub; exit"
     workspace.mkdir(parents=True)
     extra.mkdir(parents=True, exist_ok=True)
-    with session_for(workspace, confirm=auto_yes, extra_roots=[extra]) as session:
+    with tool_session(workspace, TOOLS, confirm=auto_yes, extra_roots=[extra]) as session:
         for command in (f"echo hacked > {outside}/victim.txt", swap,
                         f"echo hacked > {outside}/victim.txt"):
             list(session.execute(shell(command)))

@@ -6,7 +6,7 @@ import pytest
 
 from fencecall import Codeblock, parse_codeblocks
 
-F = "```"
+from ..support import F
 
 
 def blocks(text: str, *, streaming: bool = False) -> list[tuple[str, str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fencecall.parsing import StreamParser, parse, parse_calls
 
-F = "```"
+from ..support import F
 
 
 def test_an_unclosed_tool_block_is_reported_with_its_line() -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from fencecall.parsing import StreamParser, ToolCall, parse, parse_calls
 
-F = "```"
+from ..support import F
 
 
 def streamed(text: str, size: int = 1) -> list[ToolCall]:

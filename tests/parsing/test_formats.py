@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fencecall import ToolCall, parse_calls
 
-F = "```"
+from ..support import F
 
 
 def test_markdown_calls_take_name_from_first_word() -> None:

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fencecall import StreamParser, parse_calls, parse_codeblocks
+from fencecall import StreamParser, parse, parse_calls, parse_codeblocks
 from fencecall.parsing import FORMATS
+
+from ..support import in_linear_time
 
 
 @pytest.fixture(autouse=True)
@@ -64,15 +66,54 @@ HOSTILE = {
 }
 
 
+Found = tuple[int, set[str], set[str]]
+"""What a format finds in a text: the number of calls, their contents, the kinds of
+diagnostics."""
+MARKDOWN_READERS = ("markdown", "tool", "auto")
+XML_READERS = ("xml", "auto")
+AT_READERS = ("tool", "auto")
+"""The formats that read ``@name(id): {json}`` calls."""
+FOUND: dict[str, dict[str, Found]] = {
+    "200-deep nesting": dict.fromkeys(MARKDOWN_READERS, (0, set(), {"unclosed", "swallowed"})),
+    # one block: the 400 lines between the outer fences
+    "200-deep equal nesting": dict.fromkeys(
+        MARKDOWN_READERS, (1, {("```x\n" * 200 + "```\n" * 200)[:-1]}, set())),
+    "huge fence line": dict.fromkeys(MARKDOWN_READERS, (1, {"body"}, set())),
+    "unbalanced opens": dict.fromkeys(MARKDOWN_READERS, (0, set(), {"unclosed", "swallowed"})),
+    "open xml": dict.fromkeys(XML_READERS, (0, set(), {"unclosed"})),
+    "repeated xml openers": dict.fromkeys(XML_READERS, (1, {"ls"}, set())),
+    "open cdata": dict.fromkeys(XML_READERS, (0, set(), {"unclosed"})),
+    "open json": dict.fromkeys(AT_READERS, (0, set(), {"unclosed"})),
+    "many cdata sections in one call": dict.fromkeys(XML_READERS, (1, {"x" * 100_000}, set())),
+    "many broken json calls": dict.fromkeys(AT_READERS, (0, set(), {"unclosed", "unread"})),
+    "many unclosed xml calls": dict.fromkeys(XML_READERS, (0, set(), {"unclosed", "unread"})),
+    # every block is read; every format says that past the eighth block bare fences were
+    # read as closing their blocks
+    "many ambiguous file blocks": {**dict.fromkeys(FORMATS, (0, set(), {"ambiguous"})),
+                                   **dict.fromkeys(MARKDOWN_READERS,
+                                                   (20_000, {"x"}, {"ambiguous"}))},
+}
+"""What each format finds in each hostile input, where it finds anything at all."""
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_inputs_finish(name: str) -> None:
+    """Each format reads the input in linear time and finds what it should; a stream of its
+    first 200,000 characters finds what reading them whole finds."""
     text = HOSTILE[name]
     for fmt in FORMATS:
-        parse_calls(text, fmt)
+        with in_linear_time(len(text), f"{fmt} reading {name!r}"):
+            parsed = parse(text, fmt)
+        found = (len(parsed.calls), {call.content for call in parsed.calls},
+                 {diagnostic.kind for diagnostic in parsed.diagnostics})
+        assert found == FOUND.get(name, {}).get(fmt, (0, set(), set())), fmt
+    chunks = [text[i : i + 997] for i in range(0, min(len(text), 200_000), 997)]
+    fed = "".join(chunks)
     parser = StreamParser("tool")
-    for i in range(0, min(len(text), 200_000), 997):
-        parser.feed(text[i : i + 997])
-    parser.finish()
+    with in_linear_time(len(fed), f"streaming {name!r}"):
+        streamed = [call for chunk in chunks for call in parser.feed(chunk)] + parser.finish()
+    whole = parse(fed, "tool")
+    assert (streamed, parser.diagnostics) == (whole.calls, whole.diagnostics)
 
 
 def test_deep_nesting_result() -> None:

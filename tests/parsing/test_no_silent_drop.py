@@ -17,8 +17,9 @@ from fencecall.execution import resolve
 from fencecall.parsing import Diagnostic, ToolCall
 from fencecall.parsing.fences import holds_documents, is_langtag
 
+from ..support import F
+
 TOOLS = Toolchain.build(["shell", "save", "append", "read", "ipython"])
-F = "```"
 
 prose = st.sampled_from(["Let me look.", "Done:", "", "a `b` c", "**Structure:**", "- item",
                          "x < y", "   indented prose"])

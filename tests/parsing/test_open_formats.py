@@ -25,9 +25,9 @@ from fencecall.parsing.pyscan import PyEndScanner
 from fencecall.tools import Toolchain
 
 from ..sample_tools import CATALOGUE
+from ..support import F, in_linear_time
 from .test_properties import chunked
 
-F = "```"
 HERMES_CALL = '<tool_call>\n{"name": "shell", "arguments": {"command": "ls"}}\n</tool_call>'
 QWEN_CALL = ("<tool_call>\n<function=shell>\n<parameter=command>\nls\n</parameter>\n"
              "</function>\n</tool_call>")
@@ -536,10 +536,51 @@ HOSTILE = {
 }
 
 
+Found = tuple[int, int, set[str]]
+"""What a format finds in a text: the number of calls, of their arguments, the kinds of
+diagnostics."""
+TAG_READERS = ("hermes", "qwen3-coder", "tool", "auto")
+"""The formats that read ``<tool_call>`` tags."""
+BARE_READERS = ("hermes", "qwen3-coder", "auto")
+"""The formats that read a bare ``<function=…>`` block."""
+PYTHONIC_READERS = ("pythonic", "auto")
+HOSTILE_FOUND: dict[str, dict[str, Found]] = {
+    "open pythonic": dict.fromkeys(PYTHONIC_READERS, (0, 0, {"unclosed"})),
+    "deep pythonic": dict.fromkeys(PYTHONIC_READERS, (0, 0, {"malformed"})),
+    "open string": dict.fromkeys(PYTHONIC_READERS, (0, 0, {"unclosed"})),
+    "many quotes": dict.fromkeys(PYTHONIC_READERS, (0, 0, {"unclosed"})),
+    "deep json": dict.fromkeys(TAG_READERS, (0, 0, {"malformed"})),
+    "deep arguments string": dict.fromkeys(TAG_READERS, (0, 0, {"malformed"})),
+    "repeated openers": dict.fromkeys(TAG_READERS, (0, 0, {"malformed"})),
+    "open tool call": dict.fromkeys(TAG_READERS, (0, 0, {"unclosed", "unread"})),
+    "many parameters": dict.fromkeys(TAG_READERS, (1, 50_000, set())),
+    "parameter never closed": dict.fromkeys(TAG_READERS, (0, 0, {"malformed"})),
+    "values never closed": dict.fromkeys(TAG_READERS, (1, 1, set())),
+    "open bare functions": dict.fromkeys(BARE_READERS, (0, 0, {"unclosed", "unread"})),
+    "bare parameter never closed": dict.fromkeys(BARE_READERS, (0, 0, {"unclosed"})),
+    "bare value opening tags": dict.fromkeys(BARE_READERS, (0, 0, {"unclosed"})),
+    "bare many parameters": dict.fromkeys(BARE_READERS, (1, 50_000, set())),
+    "broken pythonic elements": dict.fromkeys(PYTHONIC_READERS, (0, 0, {"malformed"})),
+    "open llama4 list": dict.fromkeys(PYTHONIC_READERS, (0, 0, {"unclosed"})),
+    "llama4 lists never closed": dict.fromkeys(PYTHONIC_READERS, (0, 0, {"unclosed", "unread"})),
+    "llama4 end tokens on open lists": dict.fromkeys(PYTHONIC_READERS, (0, 0, {"malformed"})),
+    "llama4 end tokens in a string": dict.fromkeys(PYTHONIC_READERS, (0, 0, {"malformed"})),
+    "unescaped quotes": dict.fromkeys(PYTHONIC_READERS, (0, 0, {"malformed"})),
+    "quotes then blanks": dict.fromkeys(PYTHONIC_READERS, (0, 0, {"unclosed"})),
+}
+"""What each format finds in each hostile input; a format not named finds nothing."""
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
 def test_hostile_inputs_finish(name: str) -> None:
+    """Each format reads the input in linear time and finds what it should."""
+    text = HOSTILE[name]
     for fmt in ("hermes", "qwen3-coder", "pythonic", "tool", "auto"):
-        parse(HOSTILE[name], fmt)
+        with in_linear_time(len(text), f"{fmt} reading {name!r}"):
+            parsed = parse(text, fmt)
+        found = (len(parsed.calls), sum(len(call.kwargs) for call in parsed.calls),
+                 {diagnostic.kind for diagnostic in parsed.diagnostics})
+        assert found == HOSTILE_FOUND[name].get(fmt, (0, 0, set())), fmt
 
 
 TAGGED_HOSTILE = {

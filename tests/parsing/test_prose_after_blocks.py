@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from fencecall.parsing import StreamParser, parse
 
-F = "```"
+from ..support import F
 
 RUNNABLE = st.sampled_from(["shell", "python", "save src/app.py", "append lib/util.js",
                             "save tests/test_a.py", "ipython", "save config/settings.toml"])

@@ -22,7 +22,7 @@ from fencecall.providers import ScriptedProvider
 from fencecall.telemetry.otel import EXECUTE_TOOL_DURATION, OtelTelemetry
 from fencecall.tools import Parameter, Toolchain, ToolError, ToolInvocation, ToolSpec
 
-F = "```"
+from ..support import F
 
 
 def _nap(invocation: ToolInvocation) -> str:

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.otlp import Receiver
-
-F = "```"
+from tests.support import F
 
 
 @pytest.fixture

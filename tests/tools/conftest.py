@@ -7,16 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.execution import Session, auto_yes
+from fencecall.execution import Session
 from fencecall.message import Message
-from fencecall.tools import Toolchain
+
+from ..support import tool_session
 
 Run = Callable[[str], list[Message]]
 
 
 @pytest.fixture
 def session(workspace: Path) -> Iterator[Session]:
-    with Session(Toolchain.build(), workspace=workspace, confirm=auto_yes) as session:
+    with tool_session(workspace) as session:
         yield session
 
 

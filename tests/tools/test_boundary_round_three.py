@@ -22,12 +22,11 @@ import pytest
 
 from fencecall.tools.runtime.jobs import JobManager
 from fencecall.tools.runtime.limits import GiB, MiB, ResourceLimits
-from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy, sandbox_support
+from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy
 from fencecall.tools.runtime.shell_session import ShellSession
 
-SUPPORT = sandbox_support()
-needs_bwrap = pytest.mark.skipif(not SUPPORT.available,
-                                 reason=f"bubblewrap sandbox unavailable: {SUPPORT.reason}")
+from ..support import needs_bwrap
+
 POLICIES = [pytest.param(SandboxPolicy.OFF, id="unsandboxed"),
             pytest.param(SandboxPolicy.WORKSPACE_WRITE, id="sandboxed", marks=needs_bwrap)]
 

@@ -10,9 +10,9 @@ import pytest
 
 from fencecall.message import Status
 
+from ..support import F, tool_session
 from .conftest import Run
 
-F = "```"
 # Latin-1 bytes (not UTF-8), CRLF line ends, no final newline.
 LEGACY = b"caf\xe9 = 1\r\nname = 'M\xfcller'\r\nlast = True"
 
@@ -79,8 +79,6 @@ def test_read_caps_a_huge_line_and_reads_several_files(run: Run, workspace: Path
 
 
 def test_read_on_hint_parses_back_in_each_format(workspace: Path) -> None:
-    from fencecall.execution import Session, auto_yes
-    from fencecall.tools import Toolchain
     from fencecall.tools.builtin import read
 
     (workspace / "long.txt").write_text("".join(f"line {n}\n" for n in range(1, 3001)))
@@ -88,8 +86,7 @@ def test_read_on_hint_parses_back_in_each_format(workspace: Path) -> None:
              "xml": "<tool-use><read args='long.txt'></read></tool-use>",
              "tool": '@read(r1): {"path": "long.txt"}'}
     for fmt, text in calls.items():
-        with Session(Toolchain.build(["read"]), workspace=workspace, confirm=auto_yes,
-                     sandbox="off") as session:
+        with tool_session(workspace, ["read"], sandbox="off") as session:
             [first] = list(session.execute(text, fmt))
             hint = first.content.split("read on with:]\n")[1]
             [again] = list(session.execute(hint, fmt))

@@ -7,16 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.execution import Session, auto_yes
+from fencecall.execution import Session
 from fencecall.message import Status
-from fencecall.tools import Block, ConfirmRequest, Toolchain
+from fencecall.tools import Block, ConfirmRequest
 from fencecall.tools.events import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
 from fencecall.tools.runtime import files
 from fencecall.tools.workspace import locate
 
+from ..support import F, tool_session
 from .conftest import Run
-
-F = "```"
 
 
 def test_save_creates_parents_and_ends_with_newline(run: Run, workspace: Path) -> None:
@@ -67,7 +66,7 @@ def test_confirmation_shows_a_diff(workspace: Path) -> None:
         requests.append(request)
         return False
 
-    with Session(Toolchain.build(["save"]), workspace=workspace, confirm=confirm) as session:
+    with tool_session(workspace, ["save"], confirm=confirm) as session:
         [result] = list(session.execute(f"{F}save a.py\nx = 2\n{F}\n"))
     assert "not confirmed" in result.content
     assert requests[0].preview == "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
@@ -104,8 +103,7 @@ def test_links_that_stay_inside_keep_working(workspace: Path, tmp_path: Path) ->
     (workspace / "real" / "up").symlink_to("..")
     (workspace / "to-extra").symlink_to(extra)
     (workspace / "dangling").symlink_to("real/later.txt")
-    with Session(Toolchain.build(["save", "read"]), workspace=workspace, confirm=auto_yes,
-                 extra_roots=[extra]) as session:
+    with tool_session(workspace, ["save", "read"], extra_roots=[extra]) as session:
         for path in ("relative/a.txt", "absolute/b.txt", "chain/c.txt",
                      "real/up/real/d.txt", "to-extra/e.txt", "dangling"):
             [result] = list(session.execute(f"{F}save {path}\n{path}\n{F}\n"))
@@ -133,8 +131,7 @@ def test_a_link_loop_or_a_file_as_folder_is_an_error_not_a_hang(run: Run,
 def test_widened_root_allows_more(workspace: Path, tmp_path: Path) -> None:
     extra = tmp_path / "extra"
     extra.mkdir()
-    with Session(Toolchain.build(["save"]), workspace=workspace, confirm=auto_yes,
-                 extra_roots=[extra]) as session:
+    with tool_session(workspace, ["save"], extra_roots=[extra]) as session:
         [result] = list(session.execute(f"{F}save {extra}/x.txt\nok\n{F}\n"))
     assert not result.failed, result.content
     assert (extra / "x.txt").read_text() == "ok\n"

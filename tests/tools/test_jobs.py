@@ -11,25 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.execution import Session, auto_yes
+from fencecall.execution import Session
 from fencecall.message import Message
-from fencecall.tools import Toolchain
 from fencecall.tools.runtime.jobs import JobManager, JobView
 from fencecall.tools.runtime.sandbox import sandbox_support
 from fencecall.tools.runtime.shell_session import ShellSession
 
 from ..ports import free_port
 from ..processes import running
+from ..support import F, needs_bwrap, tool_session
 
-F = "```"
-SANDBOXES = [pytest.param("workspace-write", marks=pytest.mark.skipif(
-    not sandbox_support().available, reason="bubblewrap cannot run here")), "off"]
+SANDBOXES = [pytest.param("workspace-write", marks=needs_bwrap), "off"]
 
 
 @pytest.fixture(params=SANDBOXES)
 def jobs_session(request: pytest.FixtureRequest, workspace: Path) -> Iterator[Session]:
-    with Session(Toolchain.build(["shell"]), workspace=workspace, confirm=auto_yes,
-                 sandbox=request.param, background_after=1.0, max_jobs=2) as session:
+    with tool_session(workspace, ["shell"], sandbox=request.param, background_after=1.0,
+                      max_jobs=2) as session:
         yield session
 
 
@@ -66,11 +64,9 @@ def test_a_server_goes_on_as_a_job_and_later_calls_reach_it(jobs_session: Sessio
     assert gone(str(port))
 
 
+@needs_bwrap
 def test_a_read_only_run_reaches_a_jobs_port(workspace: Path) -> None:
-    if not sandbox_support().available:
-        pytest.skip("bubblewrap cannot run here")
-    with Session(Toolchain.build(["shell"]), workspace=workspace, confirm=auto_yes,
-                 background_after=1.0) as session:
+    with tool_session(workspace, ["shell"], background_after=1.0) as session:
         port = free_port()
         assert "job 1" in call(session, shell(f"python3 -m http.server {port}")).content
         shell_session = session.resource("shell", lambda: None)
@@ -148,8 +144,7 @@ def test_past_the_job_limit_processes_left_behind_are_killed(jobs_session: Sessi
 
 def test_closing_the_session_ends_every_job_tree(workspace: Path) -> None:
     for sandbox in ("off", "workspace-write") if sandbox_support().available else ("off",):
-        with Session(Toolchain.build(["shell"]), workspace=workspace, confirm=auto_yes,
-                     sandbox=sandbox, background_after=0.5) as session:
+        with tool_session(workspace, ["shell"], sandbox=sandbox, background_after=0.5) as session:
             call(session, shell("setsid sleep 3116.1 & nohup sleep 3116.2 >/dev/null & "
                                 "(sleep 3116.3 &) ; sleep 3116.4"))
             assert len(running("3116.")) == 4
@@ -177,9 +172,8 @@ def test_job_numbers_go_on_from_the_logs_of_the_conversation(workspace: Path,
     logs.mkdir()
     for number in (1, 2):
         (logs / f"{number}.log").write_text("earlier run\n")
-    with Session(Toolchain.build(["shell"]), workspace=workspace, confirm=auto_yes,
-                 sandbox="off", background_after=0.5) as session:
-        session.keep_jobs_in(logs)
+    with tool_session(workspace, ["shell"], sandbox="off", background_after=0.5) as session:
+        session.serve_agent(jobs_folder=logs)
         assert "as job 3" in call(session, shell("echo hi; sleep 3117")).content
         assert session.jobs.wait(3, 0).log == logs / "3.log"
     assert (logs / "3.log").read_text() == "hi\n"
@@ -196,12 +190,10 @@ def test_the_jobs_tool_comes_with_the_shell_and_explains_mistakes(
     assert "there is no job 7" in unknown.content
 
 
+@needs_bwrap
 def test_a_page_fetched_from_the_host_is_not_the_sandboxes(workspace: Path) -> None:
     """The shared loopback is the conversation's own: a job's server is not on the host."""
-    if not sandbox_support().available:
-        pytest.skip("bubblewrap cannot run here")
-    with Session(Toolchain.build(["shell"]), workspace=workspace, confirm=auto_yes,
-                 background_after=0.5) as session:
+    with tool_session(workspace, ["shell"], background_after=0.5) as session:
         port = free_port()
         call(session, shell(f"python3 -m http.server {port} --bind 127.0.0.1"))
         time.sleep(1)
@@ -269,13 +261,11 @@ def test_a_flood_on_the_shells_own_stdout_is_not_kept(workspace: Path) -> None:
         shell_session.close()
 
 
+@needs_bwrap
 def test_a_read_only_run_cannot_reach_the_shells_scratch_folder(workspace: Path) -> None:
     """It runs unasked: the scripts and state the writable shell sources next are not in
     its reach, not even to read."""
-    if not sandbox_support().available:
-        pytest.skip("bubblewrap cannot run here")
-    with Session(Toolchain.build(["shell"]), workspace=workspace, confirm=auto_yes,
-                 background_after=0.5) as session:
+    with tool_session(workspace, ["shell"], background_after=0.5) as session:
         call(session, shell("export KEPT=1"))
         call(session, shell("sleep 3120.1"))  # a job: the state before it is pending
         shell_session = session.resource("shell", lambda: None)

@@ -36,10 +36,9 @@ from fencecall.tools.runtime.sandbox import (
 )
 
 from ..processes import alive, running
+from ..support import needs_bwrap
 
 SUPPORT = sandbox_support()
-needs_bwrap = pytest.mark.skipif(not SUPPORT.available,
-                                 reason=f"bubblewrap sandbox unavailable: {SUPPORT.reason}")
 SHARING = sandbox_module._network_probe() if SUPPORT.available else SUPPORT.reason
 needs_sharing = pytest.mark.skipif(SHARING is not None,
                                    reason=f"no shared network namespace here: {SHARING}")

@@ -8,9 +8,9 @@ import pytest
 
 from fencecall.tools.runtime.patching import Hunk, PatchError, apply_patch, parse_patch
 
+from ..support import F
 from .conftest import Run
 
-F = "```"
 SOURCE = "def greet(name):\n    print('hello', name)\n    return name\n\n\ndef other():\n    pass\n"
 
 

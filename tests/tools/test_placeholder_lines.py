@@ -9,14 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fencecall.execution import Session
 from fencecall.message import Status
-from fencecall.tools import ConfirmRequest, Toolchain
+from fencecall.tools import ConfirmRequest
 from fencecall.tools.builtin.placeholders import Kind, kind_of, placeholder_lines
 
+from ..support import F, tool_session
 from .conftest import Run
 
-F = "```"
 # Latin-1 bytes and CRLF line ends: a refused call must leave every byte as it was.
 ORIGINAL = b"caf\xe9 = 1\r\ndef main():\r\n    work()\r\n"
 
@@ -221,8 +220,7 @@ def test_the_user_is_not_asked_to_confirm_a_refused_write(workspace: Path) -> No
         asked.append(request)
         return True
 
-    with Session(Toolchain.build(["save", "append"]), workspace=workspace,
-                 confirm=confirm) as session:
+    with tool_session(workspace, ["save", "append"], confirm=confirm) as session:
         [saved] = session.execute(f"{F}save app.py\nx = 1\n# ...\n{F}\n")
         [appended] = session.execute(f"{F}append app.py\nx = 1\n# ...\n{F}\n")
         assert not asked

@@ -9,9 +9,9 @@ import pytest
 from fencecall.message import Status
 from fencecall.tools.builtin.placeholders import only_placeholder
 
+from ..support import F
 from .conftest import Run
 
-F = "```"
 ORIGINAL = "def main():\n    work()\n"
 
 STUBS = [

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fencecall.execution import Session, auto_yes
-from fencecall.tools import Toolchain
 from fencecall.tools.runtime.python_session import DRIVER
+
+from ..support import tool_session
 
 
 def test_the_interpreter_imports_nothing_planted_in_the_workspace(workspace: Path,
@@ -17,8 +17,7 @@ def test_the_interpreter_imports_nothing_planted_in_the_workspace(workspace: Pat
         (workspace / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
     first = ("", str(workspace), str(DRIVER.parent))
     code = f"import json, sys\n[p for p in sys.path if p in {first!r}], json.dumps(1)"
-    with Session(Toolchain.build(["ipython"]), workspace=workspace, sandbox="off",
-                 confirm=auto_yes) as session:
+    with tool_session(workspace, ["ipython"], sandbox="off") as session:
         [result] = session.execute(f"```ipython\n{code}\n```\n")
     assert "Result:\n```\n([], '1')\n```" in result.content
     assert not marker.exists()

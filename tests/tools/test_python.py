@@ -8,9 +8,8 @@ from pathlib import Path
 from fencecall.execution import Session, auto_yes
 from fencecall.tools import Toolchain, ToolSpec, builtin_tools
 
+from ..support import F
 from .conftest import Run
-
-F = "```"
 
 
 def py(code: str, tag: str = "ipython") -> str:

@@ -22,15 +22,14 @@ import pytest
 
 from fencecall.tools.builtin.python import format_result
 from fencecall.tools.runtime.python_session import STOP_SIGNAL, PythonResult, PythonSession
-from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy, sandbox_support
+from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy
 
 from ..processes import running
+from ..support import needs_bwrap
 
-SUPPORT = sandbox_support()
 POLICIES = [
     pytest.param(SandboxPolicy.OFF, id="unsandboxed"),
-    pytest.param(SandboxPolicy.WORKSPACE_WRITE, id="sandboxed", marks=pytest.mark.skipif(
-        not SUPPORT.available, reason=f"bubblewrap sandbox unavailable: {SUPPORT.reason}")),
+    pytest.param(SandboxPolicy.WORKSPACE_WRITE, id="sandboxed", marks=needs_bwrap),
 ]
 
 CATCHES = """\

@@ -32,15 +32,12 @@ from fencecall.tools.runtime.sandbox import (
     SandboxPolicy,
     SandboxSupport,
     choose_sandbox,
-    sandbox_support,
 )
 from fencecall.tools.runtime.shell_session import ShellSession
 
 from ..processes import running
+from ..support import needs_bwrap
 
-SUPPORT = sandbox_support()
-needs_bwrap = pytest.mark.skipif(not SUPPORT.available,
-                                 reason=f"bubblewrap sandbox unavailable: {SUPPORT.reason}")
 SECRET = "fake-secret-" + secrets.token_hex(8)
 StartShell = Callable[..., ShellSession]
 

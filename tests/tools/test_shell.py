@@ -9,17 +9,21 @@ from pathlib import Path
 import pytest
 
 from fencecall.execution import Session
-from fencecall.tools.runtime.processes import session_members
+from fencecall.tools.runtime.processes import live_processes
 from fencecall.tools.runtime.shell_policy import is_read_only
 from fencecall.tools.runtime.shell_session import ShellSession
 
+from ..support import F, tool_session
 from .conftest import Run
-
-F = "```"
 
 
 def shell(command: str) -> str:
     return f"Let me run it.\n{F}shell\n{command}\n{F}\n"
+
+
+def session_members(sid: int) -> list[int]:
+    """The live processes of session ``sid``, zombies left out."""
+    return [info.pid for info in live_processes() if info.sid == sid]
 
 
 def test_stdout_stderr_and_exit_code_are_separate(run: Run) -> None:
@@ -121,15 +125,13 @@ def test_closing_the_session_kills_background_jobs(workspace: Path) -> None:
 
 
 def test_read_only_commands_skip_confirmation(workspace: Path) -> None:
-    from fencecall.tools import Toolchain
-
     asked: list[str] = []
 
     def confirm(request: object) -> bool:
         asked.append("asked")
         return False
 
-    with Session(Toolchain.build(["shell"]), workspace=workspace, confirm=confirm) as s:
+    with tool_session(workspace, ["shell"], confirm=confirm) as s:
         [ok] = list(s.execute(shell("ls -la | grep x; git status")))
         assert "Exit code" in ok.content and asked == []
         [declined] = list(s.execute(shell("rm -rf build")))
