@@ -43,12 +43,10 @@ _GLUED_THINKING = (("<thinking>", "</thinking>"), ("<think>", "</think>"),
                    ("thinking>", "</thinking>"), ("think>", "</think>"))
 """Thinking tags a model glues to a fence, with a ``<`` or without, and how each closes."""
 MARKERS = ("```", "~~~")
-# A langtag whose first word is a document language.
-_DOCUMENT_LANGUAGE = re.compile(r"(?i)(?:markdown|md|mdx|rst)(?:\s|$)")
-# A path argument: has a folder, or a file extension.
-_FILE_ARGUMENT = re.compile(r"/|\.\w+$")
+_DOCUMENT_LANGUAGES = frozenset(("markdown", "md", "mdx", "rst"))
+"""Langtags whose block is a document."""
 _DOCUMENT_EXTENSIONS = frozenset(("md", "markdown", "mdx", "rst", "txt"))
-_TEXT_PATH = re.compile(r"(?i)\.(?:md|markdown|mdx|rst|txt)$")
+"""The extensions of markdown-like files, where a bare fence may open an example."""
 # The first word of a language tag or tool name: word characters and . + # / ~ : - only.
 _LANGTAG_WORD = re.compile(r"[\w.+#/~:\-]+(?:\s|$)")
 
@@ -71,27 +69,31 @@ OPENS_EXAMPLE: Final = 7
 (and the block remembers that it could have closed there)."""
 
 
-@functools.lru_cache(maxsize=256)
 def holds_documents(lang: str) -> bool:
     """Whether a block opened with ``lang`` may hold fenced examples in its text: a document
-    language, or a target that is a markdown-like file (``save notes.md``, ``save README``)."""
-    if _DOCUMENT_LANGUAGE.match(lang) is not None or _TEXT_PATH.search(lang) is not None:
-        return True
+    language, or a target that is a markdown-like file (``save notes.md``, ``save README``).
+    Plain string work, no regular expression or cache: a reply's file blocks mostly name
+    paths no other block names."""
     words = lang.split(None, 1)
-    if len(words) < 2:
+    if not words:
         return False
-    name = words[1].rstrip().rpartition("/")[2]
-    stem, dot, extension = name.lstrip(".").rpartition(".")
+    if words[0].lower() in _DOCUMENT_LANGUAGES:
+        return True
+    stem, dot, extension = words[-1].rstrip().rpartition("/")[2].lstrip(".").rpartition(".")
+    if len(words) < 2:  # the langtag itself may be a path (``notes.md``)
+        return bool(dot and stem) and extension.lower() in _DOCUMENT_EXTENSIONS
     return not dot or not stem or extension.lower() in _DOCUMENT_EXTENSIONS
 
 
-@functools.lru_cache(maxsize=256)
 def holds_a_file(lang: str) -> bool:
     """Whether a block holds a whole document or file (``markdown``, ``save src/app.py``),
     whose nested blocks are its text, not calls that were meant to run."""
     words = lang.split()
-    if len(words) >= 2 and _FILE_ARGUMENT.search(words[-1]) is not None:
-        return True  # the common case first: a path
+    if len(words) >= 2:
+        last = words[-1]
+        extension = last.rpartition(".")[2] if "." in last else ""
+        if "/" in last or (extension and extension.replace("_", "x").isalnum()):
+            return True  # the common case first: a path (a folder, or a file extension)
     return holds_documents(lang)
 
 
