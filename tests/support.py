@@ -1,6 +1,7 @@
 """Helpers the test folders share, written once: the markdown fence, the marker for tests that
-need bubblewrap, a session of named tools that says yes to every confirmation, and a time
-limit for parsers that must stay linear."""
+need bubblewrap, a session of named tools that says yes to every confirmation, an agent that
+answers one prompt with scripted replies, and a time limit for parsers that must stay
+linear."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import TypedDict, Unpack
 
 import pytest
 
+from fencecall.agent import Agent, AgentSettings, Conversation, Outcome
 from fencecall.execution import Session, auto_yes
+from fencecall.providers import ScriptedProvider, ScriptedReply
 from fencecall.tools import ConfirmFunc, Toolchain
 from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy, sandbox_support
 
@@ -41,6 +44,15 @@ def tool_session(workspace: Path, tools: Sequence[str] | None = None, *,
     """A session of the built-in ``tools`` (all of them when None) in ``workspace``, confirming
     every call unless told otherwise, so a test runs tools without a prompt; use it in ``with``."""
     return Session(Toolchain.build(tools), workspace=workspace, confirm=confirm, **options)
+
+
+def scripted_agent(session: Session, folder: Path, *replies: str,
+                   settings: AgentSettings | None = None) -> tuple[Agent, Outcome]:
+    """An agent whose model answers with ``replies`` in turn (a conversation logged in
+    ``folder``), once it was sent one prompt; and how that ended."""
+    provider = ScriptedProvider([ScriptedReply(text) for text in replies])
+    agent = Agent(provider, "m", session, Conversation.create(folder, "scripted"), settings)
+    return agent, agent.send("do it")
 
 
 SECONDS_PER_MB = 150.0

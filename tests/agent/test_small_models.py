@@ -13,28 +13,21 @@ from fencecall.agent.context import boundary
 from fencecall.agent.prompt import system_prompt
 from fencecall.agent.repetition import RepetitionGuard
 from fencecall.config import Sampling
-from fencecall.execution import Session, auto_yes
+from fencecall.execution import Session
 from fencecall.message import Message, Status
-from fencecall.providers import ScriptedProvider, ScriptedReply
-from fencecall.tools import Toolchain
+from fencecall.providers import ScriptedProvider
 
-F = "```"
+from ..support import F, scripted_agent, tool_session
+
 TOOLS = ["shell", "ipython", "save", "append"]
 
 
 @pytest.fixture
 def session(workspace: Path) -> Iterator[Session]:
-    with Session(Toolchain.build(TOOLS), workspace=workspace, confirm=auto_yes,
-                 sandbox="off") as made:
+    with tool_session(workspace, TOOLS, sandbox="off") as made:
         yield made
 
 
-def run(session: Session, tmp_path: Path, *replies: str, **options: object) -> Agent:
-    provider = ScriptedProvider([ScriptedReply(text) for text in replies])
-    agent = Agent(provider, "m", session, Conversation.create(tmp_path, "small"),
-                  AgentSettings(**options))  # type: ignore[arg-type]
-    agent.outcome = agent.send("do it")  # type: ignore[attr-defined]
-    return agent
 
 
 def feedback_of(agent: Agent) -> list[str]:
@@ -79,9 +72,9 @@ def test_plain_code_and_prose_are_not_near_misses(session: Session) -> None:
 
 def test_a_near_miss_gets_feedback_and_the_loop_goes_on(session: Session,
                                                         tmp_path: Path) -> None:
-    agent = run(session, tmp_path, f"{F}python\nprint(6 * 7)\n{F}\n",
+    agent, outcome = scripted_agent(session, tmp_path, f"{F}python\nprint(6 * 7)\n{F}\n",
                 f"{F}ipython\nprint(6 * 7)\n{F}\n", "It is 42.")
-    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    assert outcome is Outcome.DONE
     [said] = feedback_of(agent)
     assert "no tool answers to 'python'" in said and f"{F}ipython" in said
     assert any("42" in m.content for m in agent.conversation.messages if m.role == "system"
@@ -90,21 +83,22 @@ def test_a_near_miss_gets_feedback_and_the_loop_goes_on(session: Session,
 
 def test_stray_words_after_a_tool_name_are_told_as_an_invalid_call(session: Session,
                                                                    tmp_path: Path) -> None:
-    agent = run(session, tmp_path, f"{F}shell run this\nls\n{F}\n", "Done.")
+    agent, _ = scripted_agent(session, tmp_path, f"{F}shell run this\nls\n{F}\n", "Done.")
     [result] = [m for m in agent.conversation.messages if m.role == "system"]
     assert result.status is Status.ERROR and "too many arguments" in result.content
 
 
 def test_an_unclosed_block_is_told(session: Session, tmp_path: Path) -> None:
-    agent = run(session, tmp_path, f"{F}shell\necho never closed", "Done.")
+    agent, _ = scripted_agent(session, tmp_path, f"{F}shell\necho never closed", "Done.")
     [result] = [m for m in agent.conversation.messages if m.role == "system"]
     assert "never closed" in result.content
 
 
 def test_the_loop_gives_up_after_the_feedback_limit(session: Session, tmp_path: Path) -> None:
-    agent = run(session, tmp_path, *[f"{F}python\nprint({i})\n{F}\n" for i in range(5)],
-                feedback_limit=3)
-    assert agent.outcome is Outcome.GAVE_UP  # type: ignore[attr-defined]
+    replies = [f"{F}python\nprint({i})\n{F}\n" for i in range(5)]
+    agent, outcome = scripted_agent(session, tmp_path, *replies,
+                                    settings=AgentSettings(feedback_limit=3))
+    assert outcome is Outcome.GAVE_UP
     assert len(feedback_of(agent)) == 3
     last = agent.conversation.messages[-1]
     assert last.ending is Outcome.GAVE_UP and "3 replies in a row" in last.content
@@ -112,22 +106,23 @@ def test_the_loop_gives_up_after_the_feedback_limit(session: Session, tmp_path: 
 
 def test_a_reply_that_runs_resets_the_count(session: Session, tmp_path: Path) -> None:
     miss = f"{F}python\nprint(1)\n{F}\n"
-    agent = run(session, tmp_path, miss, miss, f"{F}shell\necho ok\n{F}\n", miss, miss,
-                "Done.", feedback_limit=3)
-    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    agent, outcome = scripted_agent(session, tmp_path, miss, miss, f"{F}shell\necho ok\n{F}\n",
+                                    miss, miss, "Done.", settings=AgentSettings(feedback_limit=3))
+    assert outcome is Outcome.DONE
     assert len(feedback_of(agent)) == 4
 
 
 def test_without_feedback_a_near_miss_ends_the_turn(session: Session, tmp_path: Path) -> None:
-    agent = run(session, tmp_path, f"{F}python\nprint(1)\n{F}\n", feedback_limit=0)
-    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    agent, outcome = scripted_agent(session, tmp_path, f"{F}python\nprint(1)\n{F}\n",
+                                    settings=AgentSettings(feedback_limit=0))
+    assert outcome is Outcome.DONE
     assert feedback_of(agent) == []
 
 
 def test_a_looping_reply_is_cut_and_reported(session: Session, tmp_path: Path) -> None:
     looping = "I will now list the files.\n" * 200
-    agent = run(session, tmp_path, looping, "Sorry. Done.")
-    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    agent, outcome = scripted_agent(session, tmp_path, looping, "Sorry. Done.")
+    assert outcome is Outcome.DONE
     reply = agent.conversation.messages[1]
     assert reply.reply is not None and reply.reply.loop and reply.content.count("\n") < 20
     note = agent.conversation.messages[2]

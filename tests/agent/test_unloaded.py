@@ -10,34 +10,26 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.agent import Agent, AgentSettings, Conversation, Outcome
+from fencecall.agent import Agent, AgentSettings, Outcome
 from fencecall.agent.feedback import reply_feedback
 from fencecall.execution import Session, auto_yes
 from fencecall.parsing import MARKDOWN
-from fencecall.providers import ScriptedProvider, ScriptedReply
 from fencecall.providers.openai_provider import OpenAIProvider
 from fencecall.tools import Toolchain
 from fencecall.tools.builtin import complete
 
 from ..fakeserver import FakeModelServer, Reply
+from ..support import F, scripted_agent, tool_session
 
-F = "```"
 LOADED = ["read", "save"]
 
 
 @pytest.fixture
 def session(workspace: Path) -> Iterator[Session]:
-    with Session(Toolchain.build(LOADED), workspace=workspace, confirm=auto_yes,
-                 sandbox="off") as made:
+    with tool_session(workspace, LOADED, sandbox="off") as made:
         yield made
 
 
-def run(session: Session, tmp_path: Path, *replies: str, **options: object) -> Agent:
-    provider = ScriptedProvider([ScriptedReply(text) for text in replies])
-    agent = Agent(provider, "m", session, Conversation.create(tmp_path, "unloaded"),
-                  AgentSettings(**options))  # type: ignore[arg-type]
-    agent.outcome = agent.send("do it")  # type: ignore[attr-defined]
-    return agent
 
 
 def told(agent: Agent) -> list[str]:
@@ -76,8 +68,8 @@ def test_plain_code_blocks_are_told_nothing(session: Session, tmp_path: Path) ->
     text = (f"The config:\n{F}json\n{{\"a\": 1}}\n{F}\nThe change:\n{F}diff\n-a\n+b\n{F}\n"
             f"{F}text\nplain\n{F}\n{F}\nA -> B\n{F}\nUse `shell` or ```shell inline.")
     assert reply_feedback(text, MARKDOWN, session.toolchain, misses=True) is None
-    agent = run(session, tmp_path, text)
-    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    agent, outcome = scripted_agent(session, tmp_path, text)
+    assert outcome is Outcome.DONE
     assert [m.role for m in agent.conversation.messages] == ["user", "assistant"]
 
 
@@ -90,9 +82,10 @@ def test_a_python_block_stays_an_example_when_ipython_is_not_loaded(session: Ses
 
 def test_replies_of_tools_not_loaded_count_toward_the_limit(session: Session,
                                                             tmp_path: Path) -> None:
-    agent = run(session, tmp_path, *[f"{F}shell\necho {i}\n{F}\n" for i in range(5)],
-                feedback_limit=3)
-    assert agent.outcome is Outcome.GAVE_UP  # type: ignore[attr-defined]
+    replies = [f"{F}shell\necho {i}\n{F}\n" for i in range(5)]
+    agent, outcome = scripted_agent(session, tmp_path, *replies,
+                                    settings=AgentSettings(feedback_limit=3))
+    assert outcome is Outcome.GAVE_UP
     assert len(told(agent)) == 3
     assert "3 replies in a row" in agent.conversation.messages[-1].content
 
@@ -100,8 +93,9 @@ def test_replies_of_tools_not_loaded_count_toward_the_limit(session: Session,
 def test_a_block_before_a_call_that_ran_is_told_and_not_counted(session: Session,
                                                                 tmp_path: Path) -> None:
     both = f"{F}shell\nls\n{F}\n\n{F}save a.txt\nhi\n{F}\n"
-    agent = run(session, tmp_path, both, both, both, "Done.", feedback_limit=2)
-    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    agent, outcome = scripted_agent(session, tmp_path, both, both, both, "Done.",
+                                    settings=AgentSettings(feedback_limit=2))
+    assert outcome is Outcome.DONE
     assert (session.workspace / "a.txt").read_text() == "hi\n"
     assert len(told(agent)) == 3
     assert f"the {F}shell block on line 1 did not run" in told(agent)[0]
@@ -111,8 +105,8 @@ def test_near_misses_and_tools_not_loaded_share_one_message(workspace: Path,
                                                            tmp_path: Path) -> None:
     with Session(Toolchain.build(["ipython"]), workspace=workspace, confirm=auto_yes,
                  sandbox="off") as session:
-        agent = run(session, tmp_path, f"{F}python\nprint(1)\n{F}\n{F}shell\nls\n{F}\n",
-                    "Done.")
+        agent, _ = scripted_agent(session, tmp_path,
+                                  f"{F}python\nprint(1)\n{F}\n{F}shell\nls\n{F}\n", "Done.")
     [said] = [m for m in agent.conversation.messages if m.role == "system"]
     assert said.metadata["near_miss"] == ["language-tag"]
     assert said.metadata["unloaded"] == ["shell"]
@@ -120,8 +114,9 @@ def test_near_misses_and_tools_not_loaded_share_one_message(workspace: Path,
 
 
 def test_without_feedback_the_turn_ends(session: Session, tmp_path: Path) -> None:
-    agent = run(session, tmp_path, f"{F}shell\nls\n{F}\n", feedback_limit=0)
-    assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
+    agent, outcome = scripted_agent(session, tmp_path, f"{F}shell\nls\n{F}\n",
+                                    settings=AgentSettings(feedback_limit=0))
+    assert outcome is Outcome.DONE
     assert told(agent) == []
 
 
