@@ -30,7 +30,7 @@ from .fences import (
     line_action,
     opens_container,
 )
-from .needles import NeedleFinder, end_of_line, next_run
+from .needles import NeedleFinder, end_of_line, line_start_before, next_run
 from .state import FENCE, OUTSIDE, ScanState
 from .syntax import SpanSyntax, TagSyntax
 
@@ -70,7 +70,7 @@ class FastFences(ScanState):
                     pos = size
                 break
             line_end = end_of_line(region, at + 3)
-            line_start = _line_start(region, at)
+            line_start = line_start_before(region, at)
             if line_start == -1:
                 continue  # not at the start of its line: prose or content
             info = region[at:line_end].lstrip("`")
@@ -131,11 +131,3 @@ class FastFences(ScanState):
         elif held is None or held.start != start:
             self._fence = Fence(ticks, lang, start, body, container, 0, [], viewer=self._viewer)
             self._mode = FENCE
-
-
-def _line_start(region: str, at: int) -> int:
-    """Where the line holding ``at`` starts, if only blanks precede ``at`` on it; else -1."""
-    if at and region[at - 1] != "\n":
-        line_start = region.rfind("\n", 0, at) + 1
-        return -1 if region[line_start:at].strip(" \t") else line_start
-    return at

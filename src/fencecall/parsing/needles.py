@@ -15,12 +15,14 @@ after them, and where the line ends (its newline, or the end of the region). A p
 a reply of many small blocks makes two per block."""
 
 
-def line_start_before(region: str, i: int) -> int | None:
-    """Start of the line holding ``i`` if only blanks precede ``i`` on it, else None."""
+def line_start_before(region: str, i: int) -> int:
+    """Start of the line holding ``i`` if only blanks precede ``i`` on it, else -1 (a plain
+    int: the fast loop asks it for every run of backticks, and compiled an optional int is
+    boxed)."""
     if i == 0 or region[i - 1] == "\n":
         return i
     start = region.rfind("\n", 0, i) + 1
-    return start if not region[start:i].strip(" \t") else None
+    return -1 if region[start:i].strip(" \t") else start
 
 
 def end_of_line(region: str, i: int) -> int:
@@ -49,7 +51,7 @@ def find_fence(region: str, pos: int, marker: str) -> tuple[int, FenceLine] | No
     tildes): where its backticks start, and the line."""
     while (i := find_literal(region, marker, pos)) != -1:
         line_start = line_start_before(region, i)
-        if line_start is not None:
+        if line_start != -1:
             return i, fence_line(region, line_start, i, marker[0])
         pos = end_of_line(region, i) + 1
     return None
@@ -92,11 +94,11 @@ class NeedleFinder:
         self.mid_line_until = -1
         """Offsets below this are known not to start a line (saves rescanning long lines)."""
 
-    def line_start_before(self, at: int) -> int | None:
+    def line_start_before(self, at: int) -> int:
         if at < self.mid_line_until:
-            return None
+            return -1
         start = line_start_before(self._region, at)
-        if start is None:
+        if start == -1:
             self.mid_line_until = end_of_line(self._region, at)
         return start
 

@@ -93,7 +93,7 @@ class RegionScanner(FastFences):
         needle, at = hit
         line_start = finder.line_start_before(at) \
             if needle in self._tables.line_start_needles else at
-        if line_start is None:
+        if line_start == -1:
             return at + len(needle)
         if needle == "```" or needle == "~~~":
             return self._outside_fence(region, line_start, at, base, needle)
