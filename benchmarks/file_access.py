@@ -22,7 +22,7 @@ from pathlib import Path
 
 from fencecall.execution import Session, auto_yes
 from fencecall.tools import Toolchain
-from fencecall.tools.runtime.files import atomic_write, open_existing, read_fd
+from fencecall.tools.runtime.file_io import atomic_write, open_existing, read_fd
 from fencecall.tools.workspace import locate
 
 from .timing import compare

@@ -23,7 +23,7 @@ from pathlib import Path
 import anyio
 
 from fencecall.execution import Session
-from fencecall.execution.confirm import auto_yes
+from fencecall.execution.confirm_policy import auto_yes
 from fencecall.message import Message
 from fencecall.parsing import ToolCall
 from fencecall.tools import Toolchain

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy, sandbox_support
 from fencecall.tools.runtime.python_session import PythonSession
-from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy, sandbox_support
 from fencecall.tools.runtime.shell_session import ShellSession
 
 Timed = Callable[[], float]

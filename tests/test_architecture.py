@@ -17,9 +17,10 @@ import fencecall
 PACKAGE = Path(fencecall.__file__).parent
 
 LAYERS = (
-    ("fencecall.errors", "fencecall.jsonl", "fencecall.message", "fencecall.parsing",
-     "fencecall.secrecy", "fencecall.telemetry"),
+    ("fencecall.defaults", "fencecall.errors", "fencecall.jsonl", "fencecall.message",
+     "fencecall.parsing", "fencecall.secrecy", "fencecall.telemetry"),
     ("fencecall.accounting", "fencecall.log_records"),
+    ("fencecall.sandbox",),
     ("fencecall.tools",),
     ("fencecall.config",),
     ("fencecall.execution", "fencecall.providers"),

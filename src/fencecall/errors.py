@@ -13,7 +13,7 @@
     │   ├── ResultFileError     (batch.results) a batch's results file cannot be used
     │   └── InputError          (cli.inputs) a file the user named cannot be read
     ├── ToolError               the model's to hear: the call's result, with status "error"
-    │   ├── ArgumentError       (tools.arguments) arguments that do not fit the parameters
+    │   ├── ArgumentError       (tools.parameters) arguments that do not fit the parameters
     │   └── McpServerError      (tools.mcp) an MCP server failed to start, crashed, or hung
     └── ProviderError           (providers) the model API failed; the loop stops and says so
 
@@ -26,7 +26,10 @@ reported the same way with its type, so a tool can never take the agent loop dow
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
+
+V = TypeVar("V")
 
 
 class UserError(Exception):
@@ -49,3 +52,20 @@ def unknown_settings(given: Iterable[str], known: Iterable[str], where: str = ""
     close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
     hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(choices)}"
     return f"{where + '.' if where else ''}{key}: unknown setting; {hint}"
+
+
+def new_names(table: Mapping[str, V], renamed: Mapping[str, str], where: str,
+              error: Callable[[str], Exception]) -> dict[str, V]:
+    """``table`` with each key that a setting was once called (``renamed``: old to new) under
+    its new name, so that a file or a task line written before the rename still loads. Both
+    names at once raise ``error(message)``: which value was meant cannot be told."""
+    found = dict(table)
+    for old, new in renamed.items():
+        if old not in found:
+            continue
+        if new in found:
+            prefix = where + "." if where else ""
+            raise error(f"{prefix}{old} and {prefix}{new}: {old} is the old name of {new}; "
+                        f"give only {new}")
+        found[new] = found.pop(old)
+    return found

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from fencecall.batch.task_workspace import WorkspaceError, prepare
 from fencecall.batch.tasks import WorkspaceSpec
-from fencecall.batch.workspace import WorkspaceError, prepare
 
 
 def git(*argv: str, cwd: Path) -> None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from fencecall.agent import ReplyDone, ReplyText, Retrying, ToolResult
-from fencecall.cli.confirm import (
+from fencecall.cli.confirm_prompt import (
     HEAD_LINES,
     MAX_CHARS,
     MAX_LINES,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fencecall.execution import Session, auto_yes, resolve
-from fencecall.message import Message, Status
+from fencecall.message import CannotRun, Message, Status
 from fencecall.parsing import parse_calls
 from fencecall.tools import (
     Block,
@@ -18,7 +18,7 @@ from fencecall.tools import (
     ToolSpec,
     render_call,
 )
-from fencecall.tools.events import (
+from fencecall.tools.hook_points import (
     MESSAGE_POST_PROCESS,
     MESSAGE_PRE_PROCESS,
     SESSION_END,
@@ -272,7 +272,7 @@ def test_calls_that_cannot_run_are_told_in_their_place(toolchain: Toolchain,
         "2", "The @add(c2) call on line 2 has arguments that are not valid JSON", "4",
         "The @echo(c4) call on line 4 never ends"]
     assert [m.status for m in results] == [None, Status.ERROR, None, Status.ERROR]
-    assert results[1].metadata["diagnostic"] == "malformed"
+    assert results[1].note == CannotRun(malformed="malformed")
 
 
 def test_an_unclosed_block_is_told_only_if_it_names_a_tool(toolchain: Toolchain,
@@ -293,10 +293,9 @@ def test_calls_of_tools_not_loaded_are_answered_in_their_place(tmp_path: Path) -
         "Loaded tools: echo.", "echo: hi", "args: ()",
         "The secret tool is not loaded in this run, so the ~~~~secret block on line 12 did not "
         "run. Loaded tools: echo."]
-    assert [(m.tool, m.status, m.metadata.get("unloaded"), m.metadata.get("line"))
-            for m in results] == [("add", Status.ERROR, ["add"], 1), ("echo", None, None, None),
-                                  ("echo", None, None, None),
-                                  ("secret", Status.ERROR, ["secret"], 12)]
+    assert [(m.tool, m.status, m.note) for m in results] == [
+        ("add", Status.ERROR, CannotRun(unloaded=("add",), line=1)), ("echo", None, None),
+        ("echo", None, None), ("secret", Status.ERROR, CannotRun(unloaded=("secret",), line=12))]
     assert results[0].failed and results[0].call is not None
 
 
@@ -306,4 +305,4 @@ def test_a_named_call_of_a_tool_not_loaded_says_so(tmp_path: Path) -> None:
     assert answer.content == ("The add tool is not loaded in this run, so this call did not "
                               "run. Loaded tools: echo.")
     assert (answer.call_id, answer.tool, answer.status) == ("c1", "add", Status.ERROR)
-    assert answer.metadata["unloaded"] == ["add"]
+    assert answer.note == CannotRun(unloaded=("add",))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fencecall.execution import Session
-from fencecall.execution.confirm import auto_yes
+from fencecall.execution.confirm_policy import auto_yes
 from fencecall.tools import Toolchain
 from fencecall.tools.mcp import McpServerConfig, McpServers
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.execution import Session
-from fencecall.execution.confirm import auto_no
+from fencecall.execution.confirm_policy import auto_no
 from fencecall.message import Status
 from fencecall.tools import Toolchain
 from fencecall.tools.mcp import McpServerConfig, McpServers
@@ -200,7 +200,7 @@ def test_streamable_http_server(http_flaky: str, tmp_path: Path, workspace: Path
     with McpServers([config], env={}, roots=[workspace]) as found:
         chain = Toolchain.build(["web.*"], extra=found.tools(None), catalogue=[])
         from fencecall.execution import Session
-        from fencecall.execution.confirm import auto_yes
+        from fencecall.execution.confirm_policy import auto_yes
 
         with Session(chain, workspace=workspace, sandbox="off", confirm=auto_yes) as session:
             assert _run(session, '```web.add\n{"a": 1, "b": 2}\n```\n') == [(None, "3")]

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.execution.confirm import auto_no
+from fencecall.execution.confirm_policy import auto_no
+from fencecall.sandbox.host_programs import clean_path
 from fencecall.tools.mcp import McpServerConfig, McpServers
 from fencecall.tools.mcp.connection import server_environment
 from fencecall.tools.mcp.declaration import from_table
-from fencecall.tools.runtime.paths import clean_path
 
 from .conftest import flaky, session_with
 

@@ -20,7 +20,7 @@ Sources (vllm-project/vllm, the inputs and expected calls of these files):
   ``<|python_start|>`` and ``<|python_end|>`` tokens where no test says (``LLAMA4_PARSER``)
 
 vLLM types a qwen3-coder value by the tool's JSON schema while parsing; fencecall parses
-text only and types arguments when the tool binds them (:mod:`fencecall.tools.arguments`,
+text only and types arguments when the tool binds them (:mod:`fencecall.tools.parameters`,
 with the parameter types an MCP tool's schema gives, :mod:`fencecall.tools.mcp.convert`), so
 the comparison types the parsed strings that way.
 """
@@ -40,8 +40,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fencecall.parsing import Diagnostic, StreamParser, ToolCall, parse
-from fencecall.tools.arguments import ArgumentError, Parameter, validate
 from fencecall.tools.mcp.convert import _param_type
+from fencecall.tools.parameters import ArgumentError, Parameter, validate
 
 QWEN_SHARED = "test_qwen3_xml_coder_shared.py"
 QWEN_CODER = "test_qwen3coder_tool_parser.py"

@@ -1,24 +1,16 @@
-"""A session with the built-in tools, working in a temporary workspace."""
+"""The tool tests' runner of a reply, over the shared ``session`` fixture (all built-in tools,
+in a temporary workspace)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from fencecall.execution import Session
 from fencecall.message import Message
 
-from ..support import tool_session
-
 Run = Callable[[str], list[Message]]
-
-
-@pytest.fixture
-def session(workspace: Path) -> Iterator[Session]:
-    with tool_session(workspace) as session:
-        yield session
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from typing import ClassVar
 
 import pytest
 
-from fencecall.tools.runtime.jobs import JobManager
-from fencecall.tools.runtime.limits import GiB, MiB, ResourceLimits
-from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy
+from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy
+from fencecall.sandbox.resource_limits import GiB, MiB, ResourceLimits
+from fencecall.tools.runtime.job_manager import JobManager
 from fencecall.tools.runtime.shell_session import ShellSession
 
 from ..support import needs_bwrap

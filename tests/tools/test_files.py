@@ -10,8 +10,8 @@ import pytest
 from fencecall.execution import Session
 from fencecall.message import Status
 from fencecall.tools import Block, ConfirmRequest
-from fencecall.tools.events import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
-from fencecall.tools.runtime import files
+from fencecall.tools.hook_points import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
+from fencecall.tools.runtime import file_io
 from fencecall.tools.workspace import locate
 
 from ..support import F, tool_session
@@ -41,12 +41,12 @@ def test_save_is_atomic(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
     monkeypatch.setattr("os.replace", crash)
     with pytest.raises(OSError), locate("data.txt", [workspace]) as place:
-        files.atomic_write(place, "new\n")
+        file_io.atomic_write(place, "new\n")
     assert target.read_text() == "original\n"
     assert [p.name for p in workspace.iterdir()] == ["data.txt"]
     monkeypatch.undo()
     with locate("data.txt", [workspace]) as place:
-        files.atomic_write(place, "new\n")
+        file_io.atomic_write(place, "new\n")
     assert target.read_text() == "new\n"
     assert target.stat().st_mode & 0o777 == 0o640
 
@@ -234,7 +234,7 @@ def test_a_path_naming_the_workspace_itself_leaves_nothing_beside_it(
     (workspace / "here").symlink_to(".")
     before = sorted(workspace.parent.iterdir())
     with locate("here", [workspace]) as place, pytest.raises(IsADirectoryError):
-        files.atomic_write(place, "x\n")
+        file_io.atomic_write(place, "x\n")
     [result] = run(f"{F}save here\nx\n{F}\n")
     assert result.status is Status.ERROR
     assert sorted(workspace.parent.iterdir()) == before

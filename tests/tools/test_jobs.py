@@ -13,8 +13,8 @@ import pytest
 
 from fencecall.execution import Session
 from fencecall.message import Message
-from fencecall.tools.runtime.jobs import JobManager, JobView
-from fencecall.tools.runtime.sandbox import sandbox_support
+from fencecall.sandbox.bwrap import sandbox_support
+from fencecall.tools.runtime.job_manager import JobManager, JobView
 from fencecall.tools.runtime.shell_session import ShellSession
 
 from ..ports import free_port

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from fencecall.batch.runner import Stop
-from fencecall.tools.runtime import scratch
-from fencecall.tools.runtime.processes import SessionAborted
+from fencecall.sandbox import scratch
+from fencecall.sandbox.processes import SessionAborted
 from fencecall.tools.runtime.python_session import PythonSession
 from fencecall.tools.runtime.shell_session import ShellSession
 

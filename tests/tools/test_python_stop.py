@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy
 from fencecall.tools.builtin.python import format_result
 from fencecall.tools.runtime.python_session import STOP_SIGNAL, PythonResult, PythonSession
-from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy
 
 from ..processes import running
 from ..support import needs_bwrap

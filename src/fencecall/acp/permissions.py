@@ -2,7 +2,7 @@
 
 Every call the session would confirm at a terminal becomes a ``session/request_permission``
 whose content is the terminal's confirmation, complete and never cut: the same parts
-(:func:`fencecall.cli.confirm.parts`), each made visible (:func:`fencecall.cli.visible.
+(:func:`fencecall.cli.confirm_prompt.parts`), each made visible (:func:`fencecall.cli.visible.
 visible`) and fenced, so neither an escape sequence nor markdown changes how it reads. The
 answers: allow once, allow this tool for the rest of the session, reject. Nothing runs
 before the answer; a cancelled or failed request (the editor went away) is a rejection, which
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import acp
 from acp.schema import PermissionOption, ToolCallUpdate
 
-from ..cli.confirm import parts
+from ..cli.confirm_prompt import parts
 from ..cli.visible import visible
 from ..tools import ConfirmRequest
 from .text import fenced

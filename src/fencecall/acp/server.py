@@ -4,9 +4,9 @@ and ``session/cancel``, answered for the SDK's connection (:func:`acp.run_agent`
 Capabilities are advertised as they are: sessions load, prompts may hold text and embedded
 text resources (given to the model as fenced text), and the editor's MCP servers, stdio or
 Streamable HTTP, are connected like configured ones. Where the editor offers to read and
-write files, the file tools go through it (:mod:`.files`). Whatever fails (an unknown session, a
-conversation that is not there, a configuration error) is a JSON-RPC error with a message;
-the process keeps serving.
+write files, the file tools go through it (:mod:`.editor_files`). Whatever fails (an unknown
+session, a conversation that is not there, a configuration error) is a JSON-RPC error with a
+message; the process keeps serving.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from acp.schema import (
 
 from .. import __version__
 from ..agent import Agent, Conversation, ConversationError, EventSink
-from ..assembly import NO_MODEL, NoModel, assemble, resolve
+from ..assembly import NO_MODEL, NoModel, assemble, resolve_settings
 from ..cli.options import overrides_of
 from ..cli.visible import visible
 from ..config import Config
@@ -41,7 +41,7 @@ from ..errors import UserError
 from ..providers import ProviderError
 from ..tools import ConfirmFunc
 from ..tools.mcp import DeclarationError, McpServerConfig
-from .files import EditorFiles
+from .editor_files import EditorFiles
 from .sessions import AcpSession, Link, replay
 from .text import fenced
 
@@ -199,7 +199,7 @@ class FencecallAgent:
                         autonomous=False)
 
         def build(confirm: ConfirmFunc, on_event: EventSink) -> Agent:
-            settings = resolve(config, flags, ask_server=True)
+            settings = resolve_settings(config, flags, ask_server=True)
             if settings.model is None:
                 raise NoModel(NO_MODEL)
             existing = None if name is None else Conversation.open(config.home, name)

@@ -33,7 +33,7 @@ from ..cli.display import Display
 from ..cli.slash import COMMANDS, ExitChat, run_slash
 from ..message import Message
 from ..tools import ConfirmFunc, ConfirmRequest
-from ..tools.events import TOOL_PRE_EXECUTE
+from ..tools.hook_points import TOOL_PRE_EXECUTE
 from .permissions import Permissions
 from .text import fenced
 from .turns import Turn

@@ -9,14 +9,14 @@
                             out=Path("runs/1/results.jsonl")):
         print(result.id, result.status, result.steps, result.tokens)
 
-Modules, one job each: :mod:`.tasks` (the JSONL tasks), :mod:`.workspace` (a task's own
+Modules, one job each: :mod:`.tasks` (the JSONL tasks), :mod:`.task_workspace` (a task's own
 copy, and its diff), :mod:`.runner` (one task), :mod:`.results` (the append-only results and
 resuming), :mod:`.scheduler` (asyncio over worker threads), :mod:`.ray_backend` (shards on
 Ray) and :mod:`.progress` (what the terminal shows).
 """
 
 from .results import STATUSES, ResultFile, ResultFileError, TaskResult, ToolCallRecord
-from .runner import BatchOptions, Runner, Stop
+from .runner import BatchOptions, Stop, TaskRunner
 from .scheduler import (
     BatchEvent,
     BatchInterrupted,
@@ -34,11 +34,11 @@ __all__ = [
     "BatchOptions",
     "ResultFile",
     "ResultFileError",
-    "Runner",
     "Stop",
     "Task",
     "TaskError",
     "TaskResult",
+    "TaskRunner",
     "TaskStarted",
     "ToolCallRecord",
     "WorkspaceSpec",

@@ -1,8 +1,8 @@
 """Many tasks at once in one process: coroutines on one asyncio event loop.
 
 A task spends nearly all its time waiting for its model, so each running task is a
-coroutine (:meth:`~.runner.Runner.arun`) whose replies are read on the loop, with a bounded
-pool of connections per provider; its tools, and whatever else blocks, run in worker
+coroutine (:meth:`~.runner.TaskRunner.arun`) whose replies are read on the loop, with a
+bounded pool of connections per provider; its tools, and whatever else blocks, run in worker
 threads. The scheduler keeps up to ``concurrency`` of them running; a task's timeout is an
 asyncio timer, which fires the task's :class:`~.runner.Stop` (its processes are killed),
 cancels its coroutine and gives it ``grace`` seconds to end. Tasks are started lazily, so a
@@ -36,7 +36,7 @@ from ..accounting import Account, Ledger, Refusal
 from ..message import Outcome
 from ..providers import GateStats
 from .results import ResultFile, TaskResult
-from .runner import BatchOptions, Runner, Stop
+from .runner import BatchOptions, Stop, TaskRunner
 from .tasks import Task, check_unique
 
 
@@ -70,7 +70,7 @@ class BatchInterrupted(Exception):
 class _Work:
     """One running task: its coroutine, its stop switch, and its result to come."""
 
-    def __init__(self, task: Task, runner: Runner):
+    def __init__(self, task: Task, runner: TaskRunner):
         self.task, self.runner, self.stop = task, runner, Stop()
         self.running: asyncio.Task[TaskResult] = asyncio.ensure_future(self._run())
         self._halted = False
@@ -121,7 +121,7 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
     ``account`` is the batch's budget (default: a new ledger of ``options.budget``)."""
     if account is None and options.budget:
         account = Ledger(options.budget)
-    runner = Runner(options, account)
+    runner = TaskRunner(options, account)
     if runner.warning:
         warnings.warn(runner.warning, RuntimeWarning, stacklevel=2)
     loop = asyncio.get_running_loop()

@@ -12,7 +12,7 @@ import re
 from rich.console import Console
 
 from ..tools import HookRegistry
-from ..tools.events import TOOL_POST_EXECUTE, TOOL_PRE_EXECUTE, ToolPostExecute, ToolPreExecute
+from ..tools.hook_points import TOOL_POST_EXECUTE, TOOL_PRE_EXECUTE, ToolPostExecute, ToolPreExecute
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 PUSH, POP = "\x1b[22;0t", "\x1b[23;0t"

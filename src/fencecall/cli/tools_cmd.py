@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import assembly
-from ..assembly import resolve
+from ..assembly import resolve_settings
 from ..config import load_config
 from ..tools import Toolchain, ToolSpec, builtin_tools, plugin_tools
 from ..tools.loading import package_tools
@@ -22,7 +22,7 @@ from .visible import visible_text, warn
 
 def run(args: argparse.Namespace) -> int:
     config = load_config()
-    settings = resolve(config, overrides_of(args))
+    settings = resolve_settings(config, overrides_of(args))
     # piped output is for reading by programs and grep: one line per tool, never wrapped
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 10_000)
     env = assembly.environment(settings, config, config.secret_values(os.environ), warn=warn)

@@ -18,22 +18,29 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..defaults import BACKGROUND_AFTER, MAX_JOBS
 from ..message import Message
 from ..parsing import MARKDOWN, Diagnostic, FormatLike, ToolCall, parse
+from ..sandbox import (
+    Sandbox,
+    SandboxPolicy,
+    SharedNetwork,
+    choose_sandbox,
+    make_scratch,
+    remove_stale_once,
+    share_network,
+    sweep_groups_once,
+)
+from ..sandbox.reaper import sweep_once
 from ..secrecy import Redactor, tool_environment
 from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, TextFiles, Toolchain
-from ..tools.events import SESSION_END, SESSION_START, SessionEvent
-from ..tools.runtime.jobs import JobManager, JobView
-from ..tools.runtime.limits import sweep_groups_once
-from ..tools.runtime.netns import SharedNetwork
+from ..tools.hook_points import SESSION_END, SESSION_START, SessionEvent
+from ..tools.runtime.job_manager import JobManager, JobView
 from ..tools.runtime.output import DEFAULT_LIMIT as DEFAULT_OUTPUT_LIMIT
-from ..tools.runtime.reaper import sweep_once
-from ..tools.runtime.sandbox import Sandbox, SandboxPolicy, choose_sandbox, share_network
-from ..tools.runtime.scratch import make_scratch, remove_stale_once
 
 if TYPE_CHECKING:
     from ..tools.mcp.servers import McpServers
-from .confirm import auto_no
+from .confirm_policy import auto_no
 from .pipeline import execute_calls
 
 R = TypeVar("R")
@@ -52,7 +59,7 @@ class Session:
     servers whose tools the toolchain holds) when given. A shell command still running after
     ``background_after`` seconds (None: never) goes on as one of at most ``max_jobs``
     background :attr:`jobs`, which end with the session. What each tool process may take is
-    the sandbox's ``limits`` (see :class:`~fencecall.tools.runtime.limits.ResourceLimits`).
+    the sandbox's ``limits`` (see :class:`~fencecall.sandbox.resource_limits.ResourceLimits`).
     """
 
     def __init__(self, toolchain: Toolchain, *, workspace: Path | str | None = None,
@@ -62,7 +69,7 @@ class Session:
                  network: bool = False, pass_env: Iterable[str] = (),
                  secrets: Mapping[str, str] | None = None,
                  mcp_servers: McpServers | None = None,
-                 background_after: float | None = 15.0, max_jobs: int = 8):
+                 background_after: float | None = BACKGROUND_AFTER, max_jobs: int = MAX_JOBS):
         remove_stale_once()
         sweep_once()
         sweep_groups_once()

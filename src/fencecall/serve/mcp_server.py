@@ -33,7 +33,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .. import __version__
 from ..errors import UserError
 from ..execution import Session
-from ..execution.confirm import auto_no
+from ..execution.confirm_policy import auto_no
 from ..message import Message
 from ..parsing import ToolCall
 from ..tools import ConfirmFunc, ConfirmRequest, Toolchain, ToolSpec

@@ -2,16 +2,16 @@
 
 A tool author needs only this package: :class:`ToolSpec` (or :meth:`ToolSpec.from_function`),
 :class:`ToolInvocation` (what ``execute`` receives), :class:`ToolError` (raise it to tell the
-model what went wrong) and the hook points in :mod:`fencecall.tools.events`.
+model what went wrong) and the hook points in :mod:`fencecall.tools.hook_points`.
 """
 
 from ..errors import ToolError
-from .arguments import ArgumentError, Parameter
-from .context import ConfirmFunc, ConfirmRequest, TextFiles, ToolContext
 from .hooks import Block, Hook, HookPoint, HookRegistry
 from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
+from .parameters import ArgumentError, Parameter
 from .registry import Toolchain, UnknownToolError
 from .spec import Command, Example, ToolInvocation, ToolSpec, render_call
+from .tool_context import ConfirmFunc, ConfirmRequest, TextFiles, ToolContext
 
 __all__ = [
     "ArgumentError",

@@ -1,9 +1,9 @@
 """Typed hook points and the registry that runs them.
 
 Each hook point carries its own data type, so a hook for ``TOOL_PRE_EXECUTE`` is checked to
-take a :class:`~fencecall.tools.events.ToolPreExecute`. A hook may return nothing, messages to
+take a :class:`~fencecall.tools.hook_points.ToolPreExecute`. A hook may return nothing, messages to
 add, or a :class:`Block` to stop what is about to happen (pre hooks only). Higher priorities
-run first. The points themselves and their data types are in :mod:`fencecall.tools.events`.
+run first. The points themselves and their data types are in :mod:`fencecall.tools.hook_points`.
 """
 
 from __future__ import annotations

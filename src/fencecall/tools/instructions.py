@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 
 from ..parsing import FormatLike, UnrepresentableCall, get_format
-from .arguments import ArgumentError
+from .parameters import ArgumentError
 from .spec import Example, ToolSpec, render_call
 
 Lookup = Callable[[str], ToolSpec | None]

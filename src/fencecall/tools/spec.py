@@ -18,9 +18,9 @@ from typing import Any, Literal, Union
 from ..message import Message
 from ..parsing import FormatLike, ToolCall, get_format
 from ..parsing.xmlcalls import NAME
-from .arguments import ArgumentError, Parameter, ParamType, check_schema, validate
-from .context import ConfirmRequest, ToolContext
 from .hooks import Hook
+from .parameters import ArgumentError, Parameter, ParamType, check_schema, validate
+from .tool_context import ConfirmRequest, ToolContext
 
 ExecuteResult = Message | str | Iterable[Message | str] | None
 Execute = Callable[["ToolInvocation"], ExecuteResult]
@@ -96,6 +96,9 @@ class ToolSpec:
     hooks: tuple[Hook[Any], ...] = ()
     commands: tuple[Command, ...] = ()
     requires: tuple[str, ...] = ()
+    ends_run: bool = False
+    """A call that succeeds ends the run done, its result the answer (the complete tool):
+    the pipeline marks that result so (:class:`~fencecall.message.Completion`)."""
     """Tools loaded along with this one wherever it is (the shell's jobs tool)."""
     init: Callable[[], ToolSpec] | None = None
     confirm: bool | Callable[[ToolInvocation], bool] = False

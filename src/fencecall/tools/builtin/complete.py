@@ -4,15 +4,15 @@ In an autonomous run (``--autonomous``: a prompt nobody watches, a batch task) a
 without a call is not an answer, since real replies stop short (``TH``, a ``THOUGHT:`` cut
 at its first backtick, a sentence cut off); the run ends done only when the model calls
 ``complete``, and the summary it gives is the run's answer. The tool is off by default: it
-loads with the mode, or when ``--tools`` names it. Its result carries ``complete=True`` in
-its metadata, which the agent loop ends the run on (:func:`completes`).
+loads with the mode, or when ``--tools`` names it. Its spec says it ends the run, so the
+pipeline marks its result as the :class:`~fencecall.message.Completion` the loop ends on.
 """
 
 from __future__ import annotations
 
 from ...message import Message, system
 from ...parsing import FormatLike, get_format
-from ..arguments import Parameter
+from ..parameters import Parameter
 from ..spec import Example, ToolInvocation, ToolSpec, render_call
 
 NAME = "complete"
@@ -23,13 +23,7 @@ FORM_SUMMARY = "A short summary of what was done."
 
 def execute_complete(invocation: ToolInvocation) -> Message:
     summary = invocation.kwargs.get("summary", "").strip()
-    return system(summary or NO_SUMMARY, complete=True)
-
-
-def completes(message: Message) -> bool:
-    """Whether ``message`` is the result of a complete call: the task is done, and its
-    content is the summary."""
-    return message.role == "system" and message.metadata.get(NAME) is True
+    return system(summary or NO_SUMMARY)
 
 
 def how_to_finish(fmt: FormatLike) -> str:
@@ -54,6 +48,7 @@ tool = ToolSpec(
     parameters=(Parameter("summary", description="What was done, in a few sentences.",
                           required=False, default=""),),
     content_param="summary",
+    ends_run=True,
     disabled_by_default=True,  # loaded by autonomous runs, or when named in --tools
     load_priority=50,  # the last step of a task: said last in the prompt
     hints=frozenset({"read-only"}),  # changes nothing: runs without asking

@@ -13,11 +13,11 @@ from typing import Any
 from ...errors import ToolError
 from ...message import Message, system
 from ...parsing import FormatLike
-from ..arguments import Parameter
-from ..context import ToolContext
-from ..runtime.jobs import JobError, JobView
+from ..parameters import Parameter
+from ..runtime.job_manager import JobError, JobView
 from ..runtime.output import fenced
 from ..spec import Command, Example, ToolInvocation, ToolSpec, render_call
+from ..tool_context import ToolContext
 
 NAME = "jobs"
 LOG_FOLDER = "jobs"

@@ -6,12 +6,12 @@ from contextlib import ExitStack
 
 from ...errors import ToolError
 from ...message import Message
-from ..arguments import Parameter
-from ..runtime.files import newline_of, printable, unified_diff
+from ..parameters import Parameter
+from ..runtime.file_io import newline_of, printable, unified_diff
 from ..runtime.patching import Hunk, apply_patch, parse_patch
 from ..spec import Example, ToolInvocation, ToolSpec
 from ..workspace import Place, display
-from .files import allowed, read_text, target, write_file
+from .file_write import allowed, read_text, target, write_file
 
 
 def _patched(invocation: ToolInvocation, place: Place) -> tuple[str, str, int]:

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 from ...errors import ToolError
 from ...message import Message, system
-from ..arguments import Parameter
-from ..runtime.limits import ResourceLimits
+from ...sandbox import ResourceLimits
+from ..parameters import Parameter
 from ..runtime.output import fenced
 from ..spec import Example, ToolInvocation, ToolSpec
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from ...errors import ToolError
 from ...message import Message, system
 from ...parsing import UnrepresentableCall
-from ..arguments import Parameter
-from ..runtime.files import decode, encode, is_binary, open_existing, printable, read_fd
+from ..parameters import Parameter
+from ..runtime.file_io import decode, encode, is_binary, open_existing, printable, read_fd
 from ..runtime.output import cut_note
 from ..spec import Example, ToolInvocation, ToolSpec, render_call
 from ..workspace import Place, display, locate

@@ -31,8 +31,8 @@ from typing import Any
 
 from ...errors import ToolError
 from ...message import SURROGATE_ESCAPE
-from ..runtime.paths import clean_path, inside
-from ..runtime.scratch import make_scratch
+from ...sandbox import make_scratch
+from ...sandbox.host_programs import clean_path, inside
 from .declaration import McpServerConfig
 
 logging.getLogger("mcp").addHandler(logging.NullHandler())  # SDK tracebacks stay off the screen

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ...message import Message, Status, system
-from ..arguments import Parameter, ParamType
-from ..context import ToolContext
+from ..parameters import Parameter, ParamType
 from ..spec import ToolInvocation, ToolSpec
+from ..tool_context import ToolContext
 from ..workspace import open_real_folder
 from .declaration import McpServerConfig
 

@@ -21,8 +21,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from ..context import ToolContext
 from ..spec import ToolInvocation, ToolSpec
+from ..tool_context import ToolContext
 from .connection import McpConnection, McpServerError
 from .convert import spec_for
 from .declaration import McpServerConfig

@@ -49,19 +49,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from . import capture
-from .output import DEFAULT_LIMIT, joined
-from .processes import (
+from ...sandbox import (
+    Sandbox,
+    SandboxPolicy,
     StartGate,
+    freeze_and_kill,
     kill_group,
+    kill_tree,
     live_processes,
     readable,
+    reaped,
     sandboxed_pid,
     start_process,
 )
-from .reaper import freeze_and_kill, kill_tree, reaped
-from .sandbox import Sandbox, SandboxPolicy
-from .scratch import PREFIX
+from ...sandbox.scratch import PREFIX
+from . import capture
+from .output import DEFAULT_LIMIT, joined
 
 DRIVER = Path(__file__).with_name("python_driver.py")
 STOP_SIGNAL = signal.SIGUSR2

@@ -16,7 +16,7 @@ bash is stuck (a builtin loop) or exits, and the result says so.
 
 With a job manager, a command still running after ``background_after`` seconds, or one that
 returned leaving processes behind (``cmd &``), is not killed: the whole bash that runs it
-goes to the manager as a background job (see :mod:`.jobs`), and the next command starts a
+goes to the manager as a background job (see :mod:`.job_manager`), and the next command starts a
 new bash from the old one's working directory and exported variables.
 
 With an enforced :class:`Sandbox`, bash runs inside bwrap. It shares no writable folder with
@@ -44,25 +44,29 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from . import capture
-from .git_guard import GUARD
-from .jobs import JobError, JobManager
-from .limits import ResourceLimits
-from .output import cut_note
-from .paths import host_program
-from .processes import (
+from ...sandbox import (
+    ResourceLimits,
+    Sandbox,
+    SandboxPolicy,
     SessionAborted,
     StartGate,
+    freeze_and_kill,
+    host_program,
     kill_group,
+    kill_tree,
     live_processes,
+    make_scratch,
     readable,
+    reaped,
     sandboxed_pid,
     start_process,
+    tree,
+    unconfirmed_filter,
 )
-from .reaper import freeze_and_kill, kill_tree, reaped, tree
-from .sandbox import Sandbox, SandboxPolicy
-from .scratch import make_scratch
-from .seccomp import unconfirmed_filter
+from . import capture
+from .git_guard import GUARD
+from .job_manager import JobError, JobManager
+from .output import cut_note
 
 _KILL_GRACE = 0.5
 DISK_LIMIT = ResourceLimits().output
@@ -339,7 +343,7 @@ class _Bash:
 
 
 class _RetiredShell:
-    """A bash handed to a job with the command it runs (a :class:`~.jobs.Running`): the job
+    """A bash handed to a job with the command it runs (a :class:`~.job_manager.Running`): the job
     ends once bash printed ``marker`` and nothing is left below it."""
 
     def __init__(self, bash: _Bash, marker: str, script: Path):
@@ -364,7 +368,7 @@ class _RetiredShell:
 
 
 class _OneShot:
-    """A read-only run handed to a job (a :class:`~.jobs.Running`): bwrap and its pid
+    """A read-only run handed to a job (a :class:`~.job_manager.Running`): bwrap and its pid
     namespace, which ends with it."""
 
     def __init__(self, proc: subprocess.Popen[bytes], fds: tuple[int, ...]):

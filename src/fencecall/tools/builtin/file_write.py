@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from ...errors import ToolError
 from ...message import Message, Status, system
-from ..arguments import Parameter
-from ..events import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
-from ..runtime.files import atomic_write, newline_of, printable, read_existing, unified_diff
+from ..hook_points import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
+from ..parameters import Parameter
+from ..runtime.file_io import atomic_write, newline_of, printable, read_existing, unified_diff
 from ..spec import Example, ToolInvocation, ToolSpec
 from ..workspace import Place, display, locate
 from .placeholders import kind_of, only_placeholder, placeholder_lines

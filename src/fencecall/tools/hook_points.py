@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..message import Message
-from .context import ToolContext
 from .hooks import HookPoint
 from .spec import ToolInvocation
+from .tool_context import ToolContext
 
 
 @dataclass(frozen=True, slots=True)

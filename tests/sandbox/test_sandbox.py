@@ -25,14 +25,14 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.tools.runtime import sandbox as sandbox_module
-from fencecall.tools.runtime.python_session import PythonSession
-from fencecall.tools.runtime.sandbox import (
+from fencecall.sandbox import bwrap as sandbox_module
+from fencecall.sandbox.bwrap import (
     Sandbox,
     SandboxPolicy,
     SandboxSupport,
     choose_sandbox,
 )
+from fencecall.tools.runtime.python_session import PythonSession
 from fencecall.tools.runtime.shell_session import ShellSession
 
 from ..processes import running
@@ -457,7 +457,7 @@ _FENCECALL = """\
 import json, os, sys
 from pathlib import Path
 from fencecall.tools.runtime.python_session import PythonSession
-from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy
+from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy
 from fencecall.tools.runtime.shell_session import ShellSession
 
 spec = json.loads(sys.argv[1])
@@ -618,7 +618,7 @@ _ORPHAN_SCRIPT = """\
 import os, sys, time
 from pathlib import Path
 from fencecall.tools.runtime.python_session import PythonSession
-from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy
+from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy
 from fencecall.tools.runtime.shell_session import ShellSession
 
 workspace, tag = Path(sys.argv[1]), sys.argv[2]

@@ -14,9 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..tools.runtime.files import atomic_write
-from ..tools.runtime.paths import clean_path, host_program
-from ..tools.runtime.sandbox import Sandbox
+from ..sandbox import Sandbox, clean_path, host_program
+from ..tools.runtime.file_io import atomic_write
 from ..tools.workspace import locate
 from .tasks import WorkspaceSpec
 

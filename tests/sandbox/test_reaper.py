@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.tools.runtime import processes, reaper
-from fencecall.tools.runtime.processes import start_process
+from fencecall.sandbox import processes, reaper
+from fencecall.sandbox.processes import start_process
 
 from ..processes import alive, running
 
@@ -150,8 +150,8 @@ def test_everything_dies_when_the_reaper_is_terminated(shell: Shell, token: str)
 
 def test_everything_dies_when_fencecall_is_killed(token: str) -> None:
     owner = ("import os, subprocess, sys, time\n"
-             "from fencecall.tools.runtime.processes import start_process\n"
-             "from fencecall.tools.runtime.reaper import reaped\n"
+             "from fencecall.sandbox.processes import start_process\n"
+             "from fencecall.sandbox.reaper import reaped\n"
              "argv = reaped(['bash', '--noprofile', '--norc'],\n"
              "              f'fencecall-shell-{os.getpid()}-test')\n"
              "proc = start_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,\n"
@@ -279,7 +279,7 @@ def test_sweep_kills_only_what_a_dead_owner_left(tmp_path: Path, token: str) -> 
                             env={**os.environ, reaper.VARIABLE: dead_owner})
     # a reaper of the dead owner still runs (its parent lives): it cleans up itself
     launcher = ("import os, subprocess, sys, time\n"
-                "from fencecall.tools.runtime.reaper import reaped\n"
+                "from fencecall.sandbox.reaper import reaped\n"
                 "proc = subprocess.Popen(reaped(['sleep', sys.argv[2]], sys.argv[1]))\n"
                 "time.sleep(60)\n")
     subprocess.run(["setsid", "-f", sys.executable, "-c", launcher, dead_owner,
@@ -309,7 +309,7 @@ def test_sweep_spares_the_caller_its_ancestors_and_descendants() -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     code = ("import os, subprocess\n"
-            "from fencecall.tools.runtime import reaper\n"
+            "from fencecall.sandbox import reaper\n"
             "child = subprocess.Popen(['sleep', '30'])\n"
             "print(os.getpid(), os.getppid(), child.pid, flush=True)\n"
             "print(*reaper.sweep(), flush=True)\n"

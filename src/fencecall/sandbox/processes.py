@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .limits import Cgroup, ResourceLimits, limited
-from .paths import host_program
+from .host_programs import host_program
+from .resource_limits import Cgroup, ResourceLimits, limited
 
 
 def readable(fd: int, timeout: float) -> bool:
@@ -59,10 +59,10 @@ os.register_at_fork(after_in_child=_forget_pool)
 def start_process(argv: Sequence[str], *, limits: ResourceLimits | None = None,
                   **options: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(argv, **options)``, forked from a thread that lives as long as
-    fencecall, and killed when fencecall dies; under ``limits`` (see :mod:`.limits`) when
-    given. Both bwrap's ``--die-with-parent`` and our own parent-death signal are
-    PR_SET_PDEATHSIG, which fires when the *thread* that forked the process ends: one started
-    from a short-lived worker thread would die with that thread."""
+    fencecall, and killed when fencecall dies; under ``limits`` (see
+    :mod:`.resource_limits`) when given. Both bwrap's ``--die-with-parent`` and our own
+    parent-death signal are PR_SET_PDEATHSIG, which fires when the *thread* that forked the
+    process ends: one started from a short-lived worker thread would die with that thread."""
     future = _steady_pool().submit(_popen, argv, limits, options)
     try:
         proc: subprocess.Popen[bytes] = future.result()

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .paths import host_program
+from .host_programs import host_program
 from .scratch import process_alive
 
 MiB = 1024 * 1024

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
-from .limits import ResourceLimits
+from .host_programs import host_program
 from .netns import SharedNetwork
-from .paths import host_program
+from .resource_limits import ResourceLimits
 
 INSTALL_HINT = "apt-get install -y bubblewrap"
 _PROBE_TIMEOUT = 10.0
@@ -146,7 +146,7 @@ def _runtime_paths() -> tuple[Path, ...]:
     code (the python tool's driver) and the folders on PATH. Bound back read-only."""
     masked = [Path(folder) for folder in _MASKED]
     candidates = {sys.prefix, sys.exec_prefix, sys.base_prefix,
-                  str(Path(__file__).resolve().parents[2]),
+                  str(Path(__file__).resolve().parents[1]),  # the fencecall package
                   *os.environ.get("PATH", "").split(os.pathsep)}
     found = []
     for candidate in sorted(c for c in candidates if c):

@@ -7,7 +7,7 @@ is :func:`auto_no`, so nothing that changes files or runs commands happens unatt
 
 from __future__ import annotations
 
-from ..tools.context import ConfirmRequest
+from ..tools.tool_context import ConfirmRequest
 
 
 def auto_yes(request: ConfirmRequest) -> bool:

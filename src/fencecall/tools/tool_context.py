@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..parsing import ToolCall
+from ..sandbox import Sandbox
 from .hooks import HookRegistry
-from .runtime.jobs import JobManager
-from .runtime.sandbox import Sandbox
+from .runtime.job_manager import JobManager
 
 R = TypeVar("R")
 

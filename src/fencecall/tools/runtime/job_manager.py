@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
+from ...defaults import BACKGROUND_AFTER, MAX_JOBS
 from .capture import on_disk
 from .output import cut_note
 
@@ -123,7 +124,7 @@ class JobManager:
     (None: never)."""
 
     def __init__(self, folder: Callable[[], Path], *, output_limit: int, disk_limit: int,
-                 max_jobs: int = 8, background_after: float | None = 15.0):
+                 max_jobs: int = MAX_JOBS, background_after: float | None = BACKGROUND_AFTER):
         self._folder_factory = folder
         self._folder: Path | None = None
         self.output_limit = output_limit

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from .paths import host_program
+from .host_programs import host_program
 from .processes import kill_group, live_processes, readable, start_process
 
 _HOLDER = ("--unshare-user", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/")

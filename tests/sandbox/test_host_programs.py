@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.tools.runtime.paths import SYSTEM_PATH, host_program
+from fencecall.sandbox.host_programs import SYSTEM_PATH, host_program
 
 
 def plant(folder: Path, name: str) -> Path:
