@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.assembly import resolve
+from fencecall.assembly import resolve_settings
 from fencecall.config import ConfigError, load_config
 from fencecall.providers import get_provider
 
@@ -27,8 +27,8 @@ def test_file_values_and_environment_overrides(tmp_path: Path) -> None:
         "local/a", "xml", ("shell", "read"), 5)
     assert config.home == tmp_path / "home"
     assert "VLLM_KEY" in config.secret_env_names()
-    settings = resolve(config, env={"FENCECALL_MODEL": "vllm/b", "FENCECALL_FORMAT": "tool",
-                                    "FENCECALL_TOOLS": "save"})
+    settings = resolve_settings(config, env={"FENCECALL_MODEL": "vllm/b",
+                                             "FENCECALL_FORMAT": "tool", "FENCECALL_TOOLS": "save"})
     assert (settings.model, settings.format.name, settings.tools) == ("vllm/b", "tool", ("save",))
     provider, model = get_provider("vllm/b", config, {"VLLM_KEY": "k"})
     assert (provider.name, model) == ("vllm", "b")
@@ -101,12 +101,12 @@ def test_every_documented_setting_is_known(tmp_path: Path) -> None:
 
 def test_resource_limits_come_from_the_resources_table(tmp_path: Path) -> None:
     from fencecall.assembly import Overrides, environment
-    from fencecall.tools.runtime.limits import ResourceLimits
+    from fencecall.sandbox.resource_limits import ResourceLimits
 
     config = load_config(env_for(tmp_path, "[resources]\nprocesses = 64\nmemory = 0\n"))
     assert config.resources == ResourceLimits(processes=64, memory=0)
     assert load_config(env_for(tmp_path, "")).resources == ResourceLimits()
-    settings = resolve(config, Overrides(workspace=tmp_path / "ws"), env={})
+    settings = resolve_settings(config, Overrides(workspace=tmp_path / "ws"), env={})
     sandbox = environment(settings, config, {}).sandbox
     assert sandbox.limits.processes == 64 and sandbox.read_only().limits.processes == 64
     for text, said in (("[resources]\nprocess = 1\n", "did you mean processes"),

@@ -96,6 +96,10 @@ SETUPS: dict[str, Setup] = {
     )),
     # batch on the command line, then the same command resuming
     "fencecall batch tasks.jsonl --out results.jsonl -m": Setup(files={"tasks.jsonl": TASKS}),
+    # the agent of the configuration in one call: a shell call, then its answer
+    "agent_from_config(max_steps=10": Setup(replies=(
+        Reply(f"{F}shell\necho hello\n{F}\n"), Reply("It printed hello."),
+    )),
     # a batch under limits of its own
     "--budget-tokens 2000000": Setup(files={"tasks.jsonl": TASKS}),
     # a task line naming a workspace to copy

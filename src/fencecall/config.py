@@ -5,13 +5,15 @@ Looked up in ``$FENCECALL_CONFIG``, else ``$XDG_CONFIG_HOME/fencecall/config.tom
 from the environment; ``FENCECALL_MODEL``, ``_FORMAT``, ``_TOOLS`` and ``_SANDBOX`` are one of
 the sources a run's settings are resolved from (:mod:`fencecall.assembly.settings`), above
 this file. API keys (``api_key_env``) are held only in memory: nothing here is ever logged.
+Each key is declared once, by its :class:`Config` field (its default, and the reader that
+checks it); a key a setting was once called (:data:`RENAMED`) is still read as its new name.
 
     model = "openai/gpt-4o-mini"
     format = "markdown"
     tools = ["shell", "save", "patch", "read"]
     max_steps = 30                # model replies per prompt before stopping
     max_tokens = 4096             # output tokens asked of the model per reply
-    timeout = 600                 # seconds to wait for the model's server
+    request_timeout = 600         # seconds to wait for the model's server (was: timeout)
     retries = 2                   # tries again after a failed request or a broken stream
     sandbox = "workspace-write"   # or "read-only", "off"
     network = false               # let sandboxed commands reach the network
@@ -20,7 +22,8 @@ this file. API keys (``api_key_env``) are held only in memory: nothing here is e
     telemetry = false             # OpenTelemetry spans and metrics (FENCECALL_TELEMETRY=1)
     telemetry_content = false     # tool arguments and results in spans, cut and redacted
     tool_packages = ["mycompany.tools"]   # packages whose modules define more tools
-    near_misses = 3               # replies in a row that ran nothing, despite feedback
+    feedback_limit = 3            # replies in a row that ran nothing despite feedback
+                                  # (was: near_misses)
     autonomous = false            # one-shot and batch runs end done only by calling complete
     compaction = "summary"        # or "drop", "off": a history that outgrows the window
     result_share = 0.25           # a tool result above this share of the window goes to a file
@@ -61,18 +64,29 @@ this file. API keys (``api_key_env``) are held only in memory: nothing here is e
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import Field, dataclass, field, fields
 from decimal import Decimal
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from .accounting import Limits, Price
-from .errors import UserError, unknown_settings
-from .parsing import MARKDOWN, CallFormat, get_format
+from .defaults import (
+    BACKGROUND_AFTER,
+    COMPACTION,
+    FEEDBACK_LIMIT,
+    MAX_JOBS,
+    MAX_STEPS,
+    MAX_TOKENS,
+    REQUEST_TIMEOUT,
+    RESULT_SHARE,
+    RETRIES,
+)
+from .errors import UserError, new_names, unknown_settings
+from .parsing import FORMATS, MARKDOWN, CallFormat
+from .sandbox import ResourceLimits, SandboxPolicy
 from .tools.mcp import DeclarationError, McpServerConfig, from_table
-from .tools.runtime.limits import ResourceLimits
-from .tools.runtime.sandbox import SandboxPolicy
 
 ProviderKind = Literal["openai", "anthropic"]
 PROVIDER_KINDS: tuple[ProviderKind, ...] = get_args(ProviderKind)
@@ -148,44 +162,138 @@ class ModelSettings:
         return "compact" if small else "full"
 
 
+class _Bad(ValueError):
+    """A value its key cannot hold; the message says what it must be (``must be ...``)."""
+
+
+Reader = Callable[[Any], Any]
+"""Checks the value of one single-valued key and gives what :class:`Config` holds for it."""
+
+
+def _checked(value: Any, minimum: float, *, whole: bool) -> float:
+    numeric = isinstance(value, int) or (isinstance(value, float) and not whole)
+    if isinstance(value, bool) or not numeric or value < minimum:
+        kind = "an integer" if whole else "a number"
+        raise _Bad(f"must be {kind} of at least {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def _whole(minimum: int) -> Reader:
+    return lambda value: int(_checked(value, minimum, whole=True))
+
+
+def _real(minimum: float) -> Reader:
+    return lambda value: _checked(value, minimum, whole=False)
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _Bad("must be true or false")
+    return value
+
+
+def _one_of(choices: Iterable[str], make: Callable[[str], Any] = str) -> Reader:
+    """A reader of one of ``choices``, given as ``make(choice)``."""
+    names = tuple(choices)
+
+    def read(value: Any) -> Any:
+        if not isinstance(value, str) or value not in names:
+            raise _Bad(f"must be one of {', '.join(names)}")
+        return make(value)
+
+    return read
+
+
+def _model(value: Any) -> str:
+    if not (isinstance(value, str) and value):
+        raise _Bad('must be a string such as "openai/gpt-4o"')
+    return value
+
+
+def _tool_names(value: Any) -> tuple[str, ...] | None:
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise _Bad("must be a list of tool names")
+    return tuple(t.strip() for t in value if t.strip()) if value else None
+
+
+def _names(what: str) -> Reader:
+    """A reader of a list of non-empty names (``what`` they are, for the message)."""
+    def read(value: Any) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise _Bad(f"must be a list of {what}")
+        return tuple(value)
+
+    return read
+
+
+def _read(reader: Reader) -> dict[str, Reader]:
+    """The metadata of a :class:`Config` field the file's top level sets under the field's
+    own name: its reader, declared beside its default."""
+    return {"read": reader}
+
+
+def _from(*keys: str) -> dict[str, tuple[str, ...]]:
+    """The metadata of a :class:`Config` field the file sets from other keys (a table of
+    another name, or several keys), or from none (the home, the file's path)."""
+    return {"keys": keys}
+
+
+VARIABLES = "environment variable names"
+LIMIT_KEYS = ("budget_usd", "budget_tokens", "time_limit")
+"""The top-level keys of :attr:`Config.limits` (also those of a ``[models.NAME]`` table)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
-    model: str | None = None
-    format: CallFormat = MARKDOWN
-    tools: tuple[str, ...] | None = None
-    max_steps: int = 30
-    max_tokens: int = 4096
-    timeout: float = 600.0
-    retries: int = 2
-    home: Path = field(default_factory=lambda: Path.home() / ".local/share/fencecall")
+    """The configuration file, read (see :func:`load_config`). Each single-valued key is a
+    field of the same name that declares its default and its reader (:func:`_read`); a
+    table or a group of keys says its keys (:func:`_from`). :data:`TOP_LEVEL`, the file's
+    known keys, is read from these fields."""
+
+    model: str | None = field(default=None, metadata=_read(_model))
+    format: CallFormat = field(default=MARKDOWN,
+                               metadata=_read(_one_of(FORMATS, FORMATS.__getitem__)))
+    tools: tuple[str, ...] | None = field(default=None, metadata=_read(_tool_names))
+    max_steps: int = field(default=MAX_STEPS, metadata=_read(_whole(1)))
+    max_tokens: int = field(default=MAX_TOKENS, metadata=_read(_whole(1)))
+    request_timeout: float = field(default=REQUEST_TIMEOUT, metadata=_read(_real(0.001)))
+    """Seconds to wait for the model's server (once called ``timeout``)."""
+    retries: int = field(default=RETRIES, metadata=_read(_whole(0)))
+    home: Path = field(default_factory=lambda: Path.home() / ".local/share/fencecall",
+                      metadata=_from())
+    """From ``FENCECALL_HOME``, never the file: it holds what decides the next run."""
     providers: Mapping[str, ProviderConfig] = field(default_factory=dict)
-    sandbox: SandboxPolicy = SandboxPolicy.WORKSPACE_WRITE
-    network: bool = False
-    pass_env: tuple[str, ...] = ()
-    secrets: tuple[str, ...] = ()
-    telemetry: bool = False
-    telemetry_content: bool = False
-    tool_packages: tuple[str, ...] = ()
-    mcp_servers: tuple[McpServerConfig, ...] = ()
+    sandbox: SandboxPolicy = field(
+        default=SandboxPolicy.WORKSPACE_WRITE,
+        metadata=_read(_one_of((p.value for p in SandboxPolicy), SandboxPolicy)))
+    network: bool = field(default=False, metadata=_read(_flag))
+    pass_env: tuple[str, ...] = field(default=(), metadata=_read(_names(VARIABLES)))
+    secrets: tuple[str, ...] = field(default=(), metadata=_read(_names(VARIABLES)))
+    telemetry: bool = field(default=False, metadata=_read(_flag))
+    telemetry_content: bool = field(default=False, metadata=_read(_flag))
+    tool_packages: tuple[str, ...] = field(default=(), metadata=_read(_names("package names")))
+    mcp_servers: tuple[McpServerConfig, ...] = field(default=(), metadata=_from("mcp"))
     models: Mapping[str, ModelSettings] = field(default_factory=dict)
-    near_misses: int = 3
-    """Replies in a row that ran nothing despite feedback before the agent gives up."""
-    autonomous: bool = False
+    feedback_limit: int = field(default=FEEDBACK_LIMIT, metadata=_read(_whole(0)))
+    """Replies in a row that ran nothing despite feedback before the agent gives up (once
+    called ``near_misses``)."""
+    autonomous: bool = field(default=False, metadata=_read(_flag))
     """Runs nobody watches (a one-shot prompt, a batch task) end done only when the model
     calls the complete tool; an interactive chat never does."""
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = field(default_factory=Limits, metadata=_from(*LIMIT_KEYS))
     """``budget_usd``, ``budget_tokens`` and ``time_limit`` of every run."""
-    compaction: Compaction = "summary"
-    result_share: float = 0.25
+    compaction: Compaction = field(default=COMPACTION,
+                                    metadata=_read(_one_of(get_args(Compaction))))
+    result_share: float = field(default=RESULT_SHARE, metadata=_read(_real(0.01)))
     """A tool result above this share of the context window is saved to a file; the model
     gets its start and end and the path to read the rest."""
-    background_after: float = 15.0
+    background_after: float = field(default=BACKGROUND_AFTER, metadata=_read(_real(0)))
     """Seconds a shell command runs before it goes on as a background job (0: never)."""
-    max_jobs: int = 8
+    max_jobs: int = field(default=MAX_JOBS, metadata=_read(_whole(1)))
     """Background jobs that may run at once in one conversation."""
     resources: ResourceLimits = field(default_factory=ResourceLimits)
     """What each process a tool starts may take (the ``[resources]`` table)."""
-    path: Path | None = None
+    path: Path | None = field(default=None, metadata=_from())
     """The configuration file this was read from (or would have been, had it existed)."""
 
     def model_settings(self, model: str) -> ModelSettings:
@@ -251,15 +359,23 @@ def _read_file(path: Path, explicit: bool) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML: {err}") from err
 
 
-TOP_LEVEL = frozenset({
-    "model", "format", "tools", "max_steps", "max_tokens", "timeout", "retries", "sandbox",
-    "network", "pass_env", "secrets", "telemetry", "telemetry_content", "tool_packages",
-    "near_misses", "models", "providers", "mcp", "budget_usd", "budget_tokens", "time_limit",
-    "autonomous", "compaction", "result_share", "background_after", "max_jobs", "resources"})
+def _file_keys(item: Field[Any]) -> tuple[str, ...]:
+    """The top-level keys the field ``item`` of :class:`Config` is read from."""
+    keys: tuple[str, ...] = item.metadata.get("keys", (item.name,))
+    return keys
+
+
+TOP_LEVEL = frozenset(key for item in fields(Config) for key in _file_keys(item))
 """The keys the file's top level may hold; any other is an error, never silently ignored."""
+READERS: Mapping[str, Reader] = MappingProxyType(
+    {item.name: item.metadata["read"] for item in fields(Config) if "read" in item.metadata})
+"""The single-valued top-level keys, each with the reader its field declares."""
+RENAMED: Mapping[str, str] = MappingProxyType({"timeout": "request_timeout",
+                                               "near_misses": "feedback_limit"})
+"""Old key to new: a file written before a rename still loads (both at once: an error)."""
 PROVIDER_KEYS = frozenset({"kind", "base_url", "api_key_env"})
 MODEL_KEYS = frozenset({"temperature", "top_p", "stop", "max_tokens", "context_window",
-                        "prompt", "price", "budget_usd", "budget_tokens", "time_limit"})
+                        "prompt", "price", *LIMIT_KEYS})
 PRICE_KEYS = frozenset({"input", "output", "cache_read", "cache_write"})
 
 
@@ -269,12 +385,43 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     env = os.environ if env is None else env
     path = config_path(env)
     data = _read_file(path, "FENCECALL_CONFIG" in env)
-    _known_keys(data, TOP_LEVEL, "", path)
-    if "model" in data and not (isinstance(data["model"], str) and data["model"]):
-        raise ConfigError(f'{path}: model must be a string such as "openai/gpt-4o"')
-    if "tools" in data and not (isinstance(data["tools"], list)
-                                and all(isinstance(t, str) for t in data["tools"])):
-        raise ConfigError(f"{path}: tools must be a list of tool names")
+    _known_keys(new_names(data, RENAMED, "", lambda text: ConfigError(f"{path}: {text}")),
+                TOP_LEVEL, "", path)
+    home = env.get("FENCECALL_HOME")
+    return Config(
+        **read_settings(data, str(path)),
+        home=Path(home).expanduser() if home else Config().home,
+        providers=_providers(data, path, env),
+        mcp_servers=_mcp_servers(data, path, env),
+        models=_models(data, path),
+        limits=read_limits(data, "", str(path)),
+        resources=_resources(data, path),
+        path=path,
+    )
+
+
+def read_settings(given: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The single-valued settings ``given`` holds (a file's top level, or the keywords of
+    :func:`fencecall.assembly.agent_from_config`), checked and converted by their readers,
+    by field name; an old name (:data:`RENAMED`) counts as its new one. Other keys are left
+    to the caller. ``where`` (the file) begins an error's message."""
+    data = new_names(given, RENAMED, "", lambda text: ConfigError(f"{where}: {text}"))
+    found = {}
+    for key, read in READERS.items():
+        if key not in data:
+            continue
+        try:
+            found[key] = read(data[key])
+        except _Bad as err:
+            said = next((old for old, new in RENAMED.items() if new == key and old in given),
+                        key)
+            raise ConfigError(f"{where}: {said} {err}") from None
+    return found
+
+
+def _providers(data: Mapping[str, Any], path: Path,
+               env: Mapping[str, str]) -> dict[str, ProviderConfig]:
+    """The built-in providers (their addresses from ``env``), and the file's tables."""
     providers = _builtin_providers(env)
     tables = data.get("providers", {})
     if not isinstance(tables, dict):
@@ -292,62 +439,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
                 raise ConfigError(f"{path}: providers.{name}.{key} must be a string")
         providers[name] = ProviderConfig(table["kind"], table.get("base_url"),
                                          table.get("api_key_env"))
-    try:
-        fmt = get_format(data.get("format", MARKDOWN.name))
-    except ValueError as err:
-        raise ConfigError(f"{path}: format: {err}") from err
-    tool_list = data.get("tools")
-    max_steps = _number(data, "max_steps", 30, path, minimum=1)
-    max_tokens = _number(data, "max_tokens", 4096, path, minimum=1)
-    retries = _number(data, "retries", 2, path, minimum=0)
-    timeout = _number(data, "timeout", 600.0, path, minimum=0.001, whole=False)
-    try:
-        sandbox = SandboxPolicy(data.get("sandbox", "workspace-write"))
-    except ValueError:
-        choices = ", ".join(policy.value for policy in SandboxPolicy)
-        raise ConfigError(f"{path}: sandbox must be one of {choices}") from None
-    network, telemetry = data.get("network", False), data.get("telemetry", False)
-    content, autonomous = data.get("telemetry_content", False), data.get("autonomous", False)
-    for key, value in (("network", network), ("telemetry", telemetry),
-                       ("telemetry_content", content), ("autonomous", autonomous)):
-        if not isinstance(value, bool):
-            raise ConfigError(f"{path}: {key} must be true or false")
-    compaction = data.get("compaction", "summary")
-    if compaction not in get_args(Compaction):
-        raise ConfigError(f"{path}: compaction must be one of "
-                          f"{', '.join(get_args(Compaction))}")
-    home = env.get("FENCECALL_HOME")
-    return Config(
-        model=data.get("model"),
-        format=fmt,
-        tools=tuple(t.strip() for t in tool_list if t.strip()) if tool_list else None,
-        max_steps=int(max_steps),
-        max_tokens=int(max_tokens),
-        timeout=float(timeout),
-        retries=int(retries),
-        home=Path(home).expanduser() if home else Config().home,
-        providers=providers,
-        sandbox=sandbox,
-        network=network,
-        pass_env=_names(data, "pass_env", path),
-        secrets=_names(data, "secrets", path),
-        telemetry=telemetry,
-        telemetry_content=content,
-        tool_packages=_names(data, "tool_packages", path),
-        mcp_servers=_mcp_servers(data, path, env),
-        models=_models(data, path),
-        near_misses=int(_number(data, "near_misses", 3, path, minimum=0)),
-        autonomous=autonomous,
-        limits=_limits(data, "", path),
-        compaction=compaction,
-        result_share=float(_number(data, "result_share", 0.25, path, minimum=0.01,
-                                   whole=False)),
-        background_after=float(_number(data, "background_after", 15.0, path, minimum=0,
-                                       whole=False)),
-        max_jobs=int(_number(data, "max_jobs", 8, path, minimum=1)),
-        resources=_resources(data, path),
-        path=path,
-    )
+    return providers
 
 
 def _resources(data: Mapping[str, Any], path: Path) -> ResourceLimits:
@@ -386,12 +478,14 @@ def _models(data: Mapping[str, Any], path: Path) -> dict[str, ModelSettings]:
         found[name] = ModelSettings(
             Sampling(number.get("temperature"), number.get("top_p"), tuple(stop)),
             whole.get("max_tokens"), whole.get("context_window"), prompt,
-            _limits(table, f"{where}.", path), _price(table, where, path))
+            read_limits(table, f"{where}.", path), _price(table, where, path))
     return found
 
 
-def _limits(table: Mapping[str, Any], where: str, path: Path) -> Limits:
-    """``budget_usd``, ``budget_tokens`` and ``time_limit`` of ``table`` (None where unset)."""
+def read_limits(table: Mapping[str, Any], where: str, path: Path | str) -> Limits:
+    """``budget_usd``, ``budget_tokens`` and ``time_limit`` of ``table`` (None where unset):
+    of the file's top level or a model's table (``where``: its prefix, ``models.NAME.``), or
+    of :func:`~fencecall.assembly.agent_from_config`'s keywords."""
     def given(key: str, whole: bool) -> float | None:
         if key not in table:
             return None
@@ -447,19 +541,9 @@ def _known_keys(table: Mapping[str, Any], known: Iterable[str], where: str, path
         raise ConfigError(f"{path}: {problem}")
 
 
-def _number(data: Mapping[str, Any], key: str, default: float, path: Path, *, minimum: float,
-            whole: bool = True, name: str | None = None) -> float:
-    value = data.get(key, default)
-    numeric = isinstance(value, int) or (isinstance(value, float) and not whole)
-    if isinstance(value, bool) or not numeric or value < minimum:
-        kind = "an integer" if whole else "a number"
-        raise ConfigError(f"{path}: {name or key} must be {kind} of at least {minimum:g}, "
-                          f"got {value!r}")
-    return float(value)
-
-
-def _names(data: Mapping[str, Any], key: str, path: Path) -> tuple[str, ...]:
-    value = data.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ConfigError(f"{path}: {key} must be a list of environment variable names")
-    return tuple(value)
+def _number(data: Mapping[str, Any], key: str, default: float, path: Path | str, *,
+            minimum: float, whole: bool = True, name: str | None = None) -> float:
+    try:
+        return _checked(data.get(key, default), minimum, whole=whole)
+    except _Bad as err:
+        raise ConfigError(f"{path}: {name or key} {err}") from None

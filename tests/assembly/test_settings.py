@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.assembly import NoModel, Overrides, provider, resolve, toolchain
+from fencecall.assembly import NoModel, Overrides, provider, resolve_settings, toolchain
 from fencecall.assembly.settings import DEFAULT_WINDOW
 from fencecall.config import Config, ConfigError, load_config
+from fencecall.sandbox.bwrap import SandboxPolicy
 from fencecall.tools.mcp import McpServerConfig
-from fencecall.tools.runtime.sandbox import SandboxPolicy
 
 CONFIG = """
 max_steps = 12
@@ -45,29 +45,30 @@ def small(**said: object) -> Overrides:
 
 def test_the_first_source_that_says_wins_then_the_model_then_the_file(tmp_path: Path) -> None:
     config = config_in(tmp_path)
-    plain = resolve(config, small(), env=NO_ENV)
+    plain = resolve_settings(config, small(), env=NO_ENV)
     assert (plain.max_steps, plain.retries, plain.sampling.temperature, plain.sampling.stop) == (
         12, 4, 0.2, ("<|end|>",))
     task, options = Overrides(max_steps=3), Overrides(max_steps=7, retries=0, temperature=0.9)
-    chosen = resolve(config, task, options, small(), env=NO_ENV)
+    chosen = resolve_settings(config, task, options, small(), env=NO_ENV)
     assert (chosen.max_steps, chosen.retries, chosen.sampling.temperature) == (3, 0, 0.9)
-    assert resolve(config, Overrides(), options, small(), env=NO_ENV).max_steps == 7
-    assert resolve(config, small(stop=("STOP",)), env=NO_ENV).sampling.stop == ("STOP",)
+    assert resolve_settings(config, Overrides(), options, small(), env=NO_ENV).max_steps == 7
+    assert resolve_settings(config, small(stop=("STOP",)), env=NO_ENV).sampling.stop == ("STOP",)
 
 
 def test_flags_beat_the_environment_which_beats_the_file(tmp_path: Path) -> None:
     config = config_in(tmp_path)
     env = {"FENCECALL_MODEL": "local/big", "FENCECALL_FORMAT": "tool",
            "FENCECALL_TOOLS": "shell, read", "FENCECALL_SANDBOX": "off"}
-    from_env = resolve(config, env=env)
+    from_env = resolve_settings(config, env=env)
     assert (from_env.model, from_env.format.name, from_env.tools, from_env.sandbox) == (
         "local/big", "tool", ("shell", "read"), SandboxPolicy.OFF)
     assert from_env.max_tokens == 900  # the environment's model brings its own table
-    flagged = resolve(config, Overrides(model="local/small", format="markdown", tools=("save",),
-                                        sandbox="workspace-write"), env=env)
+    flagged = resolve_settings(config, Overrides(model="local/small", format="markdown",
+                                                 tools=("save",), sandbox="workspace-write"),
+                               env=env)
     assert (flagged.model, flagged.format.name, flagged.tools, flagged.sandbox) == (
         "local/small", "markdown", ("save",), SandboxPolicy.WORKSPACE_WRITE)
-    from_file = resolve(config, env=NO_ENV)
+    from_file = resolve_settings(config, env=NO_ENV)
     assert (from_file.model, from_file.format.name, from_file.sandbox) == (
         None, "xml", SandboxPolicy.READ_ONLY)
 
@@ -75,12 +76,12 @@ def test_flags_beat_the_environment_which_beats_the_file(tmp_path: Path) -> None
 def test_batch_precedence_is_task_then_options_then_config(tmp_path: Path) -> None:
     config = config_in(tmp_path)
     task = Overrides(model="local/big", workspace=tmp_path / "task")
-    options = Overrides(model="local/small", max_steps=5, timeout=9.0, network=True)
-    settings = resolve(config, task, options, env=NO_ENV)
+    options = Overrides(model="local/small", max_steps=5, request_timeout=9.0, network=True)
+    settings = resolve_settings(config, task, options, env=NO_ENV)
     assert (settings.model, settings.max_steps, settings.request_timeout, settings.network) == (
         "local/big", 5, 9.0, True)
     assert settings.workspace == (tmp_path / "task").resolve()
-    assert resolve(config, Overrides(), options, env=NO_ENV).model == "local/small"
+    assert resolve_settings(config, Overrides(), options, env=NO_ENV).model == "local/small"
 
 
 def test_roots_and_mcp_servers_add_up_and_the_nearer_server_wins_its_name(
@@ -89,10 +90,9 @@ def test_roots_and_mcp_servers_add_up_and_the_nearer_server_wins_its_name(
     (tmp_path / "w").mkdir()
     near = McpServerConfig("files", "near-server")
     extra = McpServerConfig("web", "web-server")
-    settings = resolve(config, Overrides(workspace=tmp_path / "w", roots=(tmp_path / "a",),
-                                         mcp=(near,)),
-                       Overrides(roots=(tmp_path / "b", tmp_path / "a"), mcp=(extra,)),
-                       env=NO_ENV)
+    settings = resolve_settings(
+        config, Overrides(workspace=tmp_path / "w", roots=(tmp_path / "a",), mcp=(near,)),
+        Overrides(roots=(tmp_path / "b", tmp_path / "a"), mcp=(extra,)), env=NO_ENV)
     assert settings.roots == tuple(p.resolve() for p in (tmp_path / "w", tmp_path / "a",
                                                          tmp_path / "b"))
     assert {s.name: s.command for s in settings.mcp_servers} == {
@@ -102,10 +102,10 @@ def test_roots_and_mcp_servers_add_up_and_the_nearer_server_wins_its_name(
 def test_derived_rules_reply_share_compact_prompt_and_the_servers_window(
         tmp_path: Path) -> None:
     config = config_in(tmp_path)
-    little = resolve(config, small(), env=NO_ENV)
+    little = resolve_settings(config, small(), env=NO_ENV)
     assert (little.context_window, little.max_tokens, little.compact) == (4096, 1024, True)
-    assert not resolve(config, small(prompt="full"), env=NO_ENV).compact
-    big = resolve(config, Overrides(model="local/big"), env=NO_ENV)
+    assert not resolve_settings(config, small(prompt="full"), env=NO_ENV).compact
+    big = resolve_settings(config, Overrides(model="local/big"), env=NO_ENV)
     assert (big.max_tokens, big.compact) == (900, False)  # its own limit, a large window
     asked: list[tuple[str, str]] = []
 
@@ -114,20 +114,20 @@ def test_derived_rules_reply_share_compact_prompt_and_the_servers_window(
         return 2048
 
     other = Overrides(model="local/other")
-    settings = resolve(config, other, env=NO_ENV, ask_server=True, served=served)
+    settings = resolve_settings(config, other, env=NO_ENV, ask_server=True, served=served)
     assert asked == [(config.providers["local"].base_url, "other")]
     assert (settings.context_window, settings.max_tokens, settings.compact) == (2048, 512, True)
-    unasked = resolve(config, other, env=NO_ENV, served=served)
+    unasked = resolve_settings(config, other, env=NO_ENV, served=served)
     assert unasked.context_window == DEFAULT_WINDOW  # not asked: the default, stated
-    off = resolve(config, Overrides(model="local/other", compaction="off"), env=NO_ENV)
+    off = resolve_settings(config, Overrides(model="local/other", compaction="off"), env=NO_ENV)
     assert off.context_window is None  # nothing to keep inside a window
-    hosted = resolve(config, Overrides(model="openai/gpt-4o"), env=NO_ENV)
+    hosted = resolve_settings(config, Overrides(model="openai/gpt-4o"), env=NO_ENV)
     assert hosted.context_window == 128_000  # genai-prices' model table
-    resolve(config, small(), env=NO_ENV, ask_server=True, served=served)  # configured
+    resolve_settings(config, small(), env=NO_ENV, ask_server=True, served=served)  # configured
     assert len(asked) == 1
-    flagged = resolve(config, Overrides(model="local/other", context_window=32000,
-                                        max_tokens=100),
-                      env=NO_ENV, ask_server=True, served=served)
+    flagged = resolve_settings(config, Overrides(model="local/other", context_window=32000,
+                                                 max_tokens=100),
+                               env=NO_ENV, ask_server=True, served=served)
     assert (flagged.context_window, flagged.max_tokens, len(asked)) == (32000, 100, 1)
 
 
@@ -138,23 +138,23 @@ def test_derived_rules_reply_share_compact_prompt_and_the_servers_window(
 def test_a_value_no_source_could_mean_is_a_clear_error(
         tmp_path: Path, said: Overrides, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        resolve(config_in(tmp_path), said, env=NO_ENV)
+        resolve_settings(config_in(tmp_path), said, env=NO_ENV)
 
 
 def test_a_run_without_a_model_says_how_to_name_one(tmp_path: Path) -> None:
     config = config_in(tmp_path)
     with pytest.raises(NoModel, match="pass --model provider/name or set FENCECALL_MODEL"):
-        provider(resolve(config, env=NO_ENV), config, {})
+        provider(resolve_settings(config, env=NO_ENV), config, {})
 
 
 def test_autonomous_comes_from_the_first_source_then_the_file(tmp_path: Path) -> None:
     config = config_in(tmp_path)
-    assert resolve(config, small(), env=NO_ENV).autonomous is False
-    assert resolve(config, small(autonomous=True), env=NO_ENV).autonomous is True
+    assert resolve_settings(config, small(), env=NO_ENV).autonomous is False
+    assert resolve_settings(config, small(autonomous=True), env=NO_ENV).autonomous is True
     on = replace(config, autonomous=True)
-    assert resolve(on, small(), env=NO_ENV).autonomous is True
-    assert resolve(on, Overrides(autonomous=False), small(autonomous=True),
-                   env=NO_ENV).autonomous is False
+    assert resolve_settings(on, small(), env=NO_ENV).autonomous is True
+    assert resolve_settings(on, Overrides(autonomous=False), small(autonomous=True),
+                            env=NO_ENV).autonomous is False
 
 
 def test_the_config_key_is_read_and_checked(tmp_path: Path) -> None:
@@ -170,12 +170,12 @@ def test_the_config_key_is_read_and_checked(tmp_path: Path) -> None:
 def test_an_autonomous_run_gets_complete_besides_its_allowlist(tmp_path: Path) -> None:
     config = config_in(tmp_path)
     for tools in (("shell",), None):
-        plain = resolve(config, small(tools=tools, workspace=tmp_path), env=NO_ENV)
+        plain = resolve_settings(config, small(tools=tools, workspace=tmp_path), env=NO_ENV)
         autonomous = replace(plain, autonomous=True)
         assert "complete" not in toolchain(plain, config).names()
         names = toolchain(autonomous, config).names()
         assert names[-1] == "complete" and names[:-1] == toolchain(plain, config).names()
-    named = resolve(config, small(tools=("complete",), workspace=tmp_path), env=NO_ENV)
+    named = resolve_settings(config, small(tools=("complete",), workspace=tmp_path), env=NO_ENV)
     assert toolchain(replace(named, autonomous=True), config).names() == ["complete"]
 
 
@@ -188,9 +188,9 @@ def test_commands_without_the_flag_are_never_autonomous(tmp_path: Path) -> None:
     on = replace(config_in(tmp_path), autonomous=True)
     parser = build_parser()
     for argv in (["tools"], ["run", "reply.md"], ["mcp", "serve"]):
-        assert resolve(on, overrides_of(parser.parse_args(argv)), small(),
-                       env=NO_ENV).autonomous is False
+        assert resolve_settings(on, overrides_of(parser.parse_args(argv)), small(),
+                                env=NO_ENV).autonomous is False
     for argv, expected in ((["chat", "hi"], True), (["chat", "--no-autonomous", "hi"], False),
                            (["batch", "t.jsonl", "-o", "r.jsonl"], True)):
-        assert resolve(on, overrides_of(parser.parse_args(argv)), small(),
-                       env=NO_ENV).autonomous is expected
+        assert resolve_settings(on, overrides_of(parser.parse_args(argv)), small(),
+                                env=NO_ENV).autonomous is expected

@@ -107,7 +107,7 @@ def test_a_silent_model_is_cut_at_the_timeout_without_waiting_for_it(
         script: Script, options: BatchOptions) -> None:
     script.add("silent", Reply("never", latency=60))
     started = time.monotonic()
-    [result] = run_batch([task("silent", timeout=1.0)], options)
+    [result] = run_batch([task("silent", task_timeout=1.0)], options)
     assert result.status == "timeout"
     assert "ran past its timeout of 1 s" in str(result.error)
     assert "did not end within" not in str(result.error)
@@ -140,7 +140,7 @@ def test_a_task_stuck_in_a_tool_is_left_and_the_batch_still_ends(
     script.shell_then_answer("fine", "echo fine")
     options = dataclasses.replace(options, grace=0.5)
     started = time.monotonic()
-    results = {r.id: r for r in run_batch([task("stuck", timeout=2.0), task("fine")],
+    results = {r.id: r for r in run_batch([task("stuck", task_timeout=2.0), task("fine")],
                                           options)}
     assert time.monotonic() - started < 4.0
     assert results["fine"].status == "done"

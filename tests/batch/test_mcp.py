@@ -73,7 +73,7 @@ def test_a_task_that_times_out_in_an_mcp_call_ends_at_its_timeout(
         script: Script, options: BatchOptions) -> None:
     script.add("stuck", Reply('```flaky.hang\n{"seconds": 600}\n```\n'), Reply("finished"))
     started = time.monotonic()
-    [result] = run_batch([task("stuck", tools=("flaky.*",), timeout=12.0)],
+    [result] = run_batch([task("stuck", tools=("flaky.*",), task_timeout=12.0)],
                          replace(options, mcp_servers=(FLAKY_SERVER,), grace=60.0))
     assert result.status == "timeout", result.error
     assert "ran past its timeout of 12 s" in str(result.error)

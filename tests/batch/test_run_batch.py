@@ -12,7 +12,7 @@ import pytest
 
 from fencecall.batch import BatchOptions, Task, TaskResult, WorkspaceSpec, run_batch
 from fencecall.batch.runner import KeepPolicy
-from fencecall.tools.runtime.sandbox import sandbox_support
+from fencecall.sandbox.bwrap import sandbox_support
 from tests.fakeserver import Reply
 
 from ..processes import running
@@ -120,7 +120,7 @@ def test_a_task_past_its_timeout_is_stopped_and_its_commands_killed(
     script.shell_then_answer("slow", "sleep 4242.5")  # past the tool's own timeout too
     script.add("stuck", Reply("thinking", latency=30))  # a model that does not answer
     script.shell_then_answer("quick", "echo fine")
-    tasks = [task("slow", timeout=1.0), task("stuck", timeout=1.0), task("quick")]
+    tasks = [task("slow", task_timeout=1.0), task("stuck", task_timeout=1.0), task("quick")]
     results = by_id(list(run_batch(tasks, options)))
     assert results["quick"].status == "done"
     for name in ("slow", "stuck"):

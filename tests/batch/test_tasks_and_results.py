@@ -24,14 +24,14 @@ def test_tasks_are_read_with_their_settings(tmp_path: Path) -> None:
     path = write_lines(
         tmp_path / "tasks.jsonl",
         {"id": "a", "prompt": "p", "workspace": "repo", "model": "local/x",
-         "tools": "shell, save", "format": "xml", "max_steps": 3, "timeout": 1.5,
+         "tools": "shell, save", "format": "xml", "max_steps": 3, "task_timeout": 1.5,
          "metadata": {"k": [1]}},
         "",
         {"id": 7, "prompt": "q", "workspace": {"files": {"src/a.py": "x = 1\n"}}},
         {"id": "c", "prompt": "r", "workspace": {"git": "repo", "ref": "main"}})
     a, b, c = load_tasks(path)
-    assert (a.id, a.tools, a.format, a.max_steps, a.timeout) == ("a", ("shell", "save"),
-                                                                 "xml", 3, 1.5)
+    assert (a.id, a.tools, a.format, a.max_steps, a.task_timeout) == (
+        "a", ("shell", "save"), "xml", 3, 1.5)
     assert a.workspace.path == (tmp_path / "repo").resolve()
     assert a.metadata == {"k": [1]}
     assert b.id == "7" and b.workspace.files == {"src/a.py": "x = 1\n"}
@@ -44,7 +44,10 @@ def test_tasks_are_read_with_their_settings(tmp_path: Path) -> None:
     ('{"id": "a", "prompt": "p", "promt": 1}', "promt: unknown setting; did you mean prompt?"),
     ('{"id": "a", "prompt": "p", "workspace": {"fils": {}}}',
      "workspace.fils: unknown setting; did you mean files?"),
-    ('{"id": "a", "prompt": "p", "timeout": -1}', "timeout must be"),
+    ('{"id": "a", "prompt": "p", "task_timeout": -1}', "task_timeout must be"),
+    ('{"id": "a", "prompt": "p", "timeout": -1}', "task_timeout must be"),
+    ('{"id": "a", "prompt": "p", "timeout": 5, "task_timeout": 5}',
+     "timeout and task_timeout: timeout is the old name of task_timeout"),
     ('{"id": "a", "prompt": "p", "max_steps": 1.5}', "max_steps must be"),
     ('{"id": "a", "prompt": "p", "format": "yaml"}', "format must be"),
     ('{"id": "a", "prompt": "p", "workspace": "missing"}', "is not a folder"),

@@ -34,7 +34,7 @@ def test_an_unpriced_model_with_a_usd_budget_refuses_to_start(fencecall: CLI) ->
 
 def test_replies_that_keep_failing_to_parse_stop_at_the_token_budget(
         fencecall: CLI, tmp_path: Path) -> None:
-    _configure(tmp_path, "near_misses = 100\n")
+    _configure(tmp_path, "feedback_limit = 100\n")
     replies = [Reply(f"{F}python\nprint({i})\n{F}\n") for i in range(40)]  # no such tool
     budget, reply_limit = 30_000, 200
     with FakeModelServer(replies, tokenizer=dense_tokens) as server:

@@ -82,7 +82,8 @@ def test_a_whole_reply_in_one_chunk_is_cut_after_its_first_call(fencecall: CLI,
 
 
 @pytest.mark.parametrize("flag", [["--max-steps", "0"], ["--retries", "-1"],
-                                  ["--timeout", "0"], ["--max-tokens", "x"]])
+                                  ["--request-timeout", "0"], ["--timeout", "0"],
+                                  ["--max-tokens", "x"]])
 def test_bad_numbers_are_errors(flag: list[str], fencecall: CLI) -> None:
     result = fencecall("--model", "local/m", *flag, "x", base_url="http://127.0.0.1:9")
     assert result.returncode == 2

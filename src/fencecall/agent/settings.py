@@ -8,10 +8,8 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from ..config import Compaction, Sampling
+from ..defaults import COMPACTION, FEEDBACK_LIMIT, MAX_STEPS, MAX_TOKENS, RESULT_SHARE, RETRIES
 from ..parsing import MARKDOWN, FormatLike
-
-RESULT_SHARE = 0.25
-"""The share of the window a tool result may take before it is saved to a file instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,16 +39,16 @@ class AgentSettings:
     """
 
     fmt: FormatLike = MARKDOWN
-    max_steps: int = 30
-    max_tokens: int = 4096
-    retries: int = 2
+    max_steps: int = MAX_STEPS
+    max_tokens: int = MAX_TOKENS
+    retries: int = RETRIES
     backoff: float = 1.0
-    feedback_limit: int = 3
+    feedback_limit: int = FEEDBACK_LIMIT
     sampling: Sampling = field(default_factory=Sampling)
     compact: bool = False
     """A shorter system prompt."""
     context_window: int | None = None
-    compaction: Compaction = "summary"
+    compaction: Compaction = COMPACTION
     result_share: float = RESULT_SHARE
     autonomous: bool = False
     interruptible: bool = False

@@ -1,5 +1,7 @@
 """How a run is put together: its settings resolved once (:mod:`.settings`), then built
-(:mod:`.build`). Every frontend (the command line, batch, MCP serving, editors) starts here."""
+(:mod:`.build`). Every frontend (the command line, batch, MCP serving, editors) starts here,
+and so does a program that wants the agent the command line would build
+(:func:`agent_from_config`)."""
 
 from .build import (
     Environment,
@@ -15,24 +17,36 @@ from .build import (
     tool_session,
     toolchain,
 )
-from .settings import NO_MODEL, REPLY_SHARE, NoModel, Overrides, RunSettings, resolve
+from .configured import ConfiguredAgent, agent_from_config
+from .settings import (
+    NO_MODEL,
+    REPLY_SHARE,
+    NoModel,
+    Overrides,
+    RunSettings,
+    merge,
+    resolve_settings,
+)
 
 __all__ = [
     "NO_MODEL",
     "REPLY_SHARE",
+    "ConfiguredAgent",
     "Environment",
     "NoModel",
     "Overrides",
     "RunSettings",
     "agent",
+    "agent_from_config",
     "assemble",
     "counter",
     "environment",
     "mcp_servers",
+    "merge",
     "own_secrets",
     "provider",
     "require_price",
-    "resolve",
+    "resolve_settings",
     "session",
     "tool_session",
     "toolchain",

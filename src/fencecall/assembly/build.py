@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from ..accounting import Account, Estimate, Pricing, Spend, TokenCounter, counter_for
 from ..config import Config, ConfigError, check_apart
 from ..execution import Session
+from ..sandbox import Sandbox, choose_sandbox
 from ..secrecy import scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, HookRegistry, Toolchain
 from ..tools.builtin import complete
-from ..tools.runtime.sandbox import Sandbox, choose_sandbox
 from .settings import NO_MODEL, NoModel, RunSettings
 
 if TYPE_CHECKING:  # the agent and the providers are imported by the runs that use them

@@ -1,31 +1,35 @@
 """Every setting of a run, resolved in one place.
 
 Frontends say what they were told (flags, a resumed log's settings, a batch's options, a
-task's line) as :class:`Overrides`, most specific first; :func:`resolve` applies one
-precedence to all of them (the first override that sets a value, then the environment's
-``FENCECALL_*`` variables, then the model's own ``[models."provider/name"]`` table, then the
-file's top level and the defaults) and every derived rule: the window asked of a self-hosted
-server, the compact prompt for small windows, the reply's share of the window, the roots and
-MCP servers a run gets. The result is one frozen :class:`RunSettings`. Adding a setting means
-adding it here and in the code that uses it.
+task's line, :func:`~fencecall.assembly.agent_from_config`'s keywords) as :class:`Overrides`,
+most specific first; :func:`resolve_settings` puts them, the environment's ``FENCECALL_*``
+variables, the model's own ``[models."provider/name"]`` table and the file's top level
+through one precedence (:func:`merge`: the first that says a setting gives it) and applies
+every derived rule: the window asked of a self-hosted server, the compact prompt for small
+windows, the reply's share of the window, the roots and MCP servers a run gets. The result
+is one frozen :class:`RunSettings`. A setting has one name in the file, the flags, the
+sources and the result, and its default in one place (:class:`~fencecall.config.Config`'s
+field, or :mod:`fencecall.defaults`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..accounting import Limits, Price
 from ..accounting.prices import listed_window
-from ..config import Compaction, Config, ConfigError, PromptMode, Sampling
+from ..config import READERS, Compaction, Config, ConfigError, ModelSettings, PromptMode, Sampling
+from ..defaults import BACKGROUND_AFTER, COMPACTION, MAX_JOBS, RESULT_SHARE
 from ..parsing import CallFormat, get_format
+from ..sandbox import SandboxPolicy
 from ..tools.mcp import McpServerConfig
-from ..tools.runtime.sandbox import SandboxPolicy
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from ..parsing import FormatLike
 
 REPLY_SHARE = 4
 """Without a configured reply limit, a reply may take at most 1/REPLY_SHARE of the window."""
@@ -44,13 +48,15 @@ class NoModel(ConfigError):
 
 @dataclass(frozen=True, slots=True)
 class Overrides:
-    """What one source of settings says; None (or empty) where it says nothing.
+    """What one source of settings says; None (or empty) where it says nothing. Each field
+    has the name of its configuration key (:class:`~fencecall.config.Config`), and of its
+    flag and batch task key where there is one.
 
     ``roots`` are folders beside the workspace the model may write; ``mcp`` servers join the
     configured ones (replacing one of the same name). Both add up across sources."""
 
     model: str | None = None
-    format: str | None = None
+    format: FormatLike | None = None
     tools: tuple[str, ...] | None = None
     max_steps: int | None = None
     max_tokens: int | None = None
@@ -60,7 +66,7 @@ class Overrides:
     stop: tuple[str, ...] = ()
     context_window: int | None = None
     prompt: PromptMode | None = None
-    timeout: float | None = None
+    request_timeout: float | None = None
     """Seconds to wait for the model's server."""
     workspace: Path | None = None
     roots: tuple[Path, ...] = ()
@@ -76,6 +82,9 @@ class Overrides:
     compaction: Compaction | None = None
     background_after: float | None = None
     """Seconds a shell command runs before it goes on as a background job (0: never)."""
+    feedback_limit: int | None = None
+    result_share: float | None = None
+    max_jobs: int | None = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> Overrides:
@@ -88,9 +97,27 @@ class Overrides:
                    sandbox=env.get("FENCECALL_SANDBOX") or None)
 
 
+def merge(*layers: Overrides) -> Overrides:
+    """What ``layers`` say together, the most specific first: each setting as the first layer
+    that says it gives it (a value other than its field's default: None, or an empty
+    ``stop``); ``roots`` and ``mcp`` add up, a nearer layer's server winning its name. The one
+    rule of precedence every source of a run's settings goes through."""
+    said: dict[str, Any] = {}
+    for item in fields(Overrides):
+        values = [getattr(layer, item.name) for layer in layers]
+        if item.name == "roots":
+            said[item.name] = tuple(root for value in values for root in value)
+        elif item.name == "mcp":
+            named = {server.name: server for value in reversed(values) for server in value}
+            said[item.name] = tuple(named.values())
+        else:
+            said[item.name] = next((v for v in values if v != item.default), item.default)
+    return Overrides(**said)
+
+
 @dataclass(frozen=True, slots=True)
 class RunSettings:
-    """Everything a run is built from, resolved (see :func:`resolve`)."""
+    """Everything a run is built from, resolved (see :func:`resolve_settings`)."""
 
     model: str | None
     """``provider/name``, as configured; None where no source names one (running a saved
@@ -118,13 +145,13 @@ class RunSettings:
     autonomous: bool = False
     """The run has nobody reading its replies: its tools include ``complete``, and only a
     call of it ends the run done (see :class:`~fencecall.agent.Agent`)."""
-    compaction: Compaction = "summary"
+    compaction: Compaction = COMPACTION
     """How a history that outgrows the window is kept inside it (:mod:`fencecall.agent.context`)."""
-    result_share: float = 0.25
+    result_share: float = RESULT_SHARE
     """A tool result above this share of the window is saved to a file instead."""
-    background_after: float | None = 15.0
+    background_after: float | None = BACKGROUND_AFTER
     """Seconds a shell command runs before it goes on as a background job (None: never)."""
-    max_jobs: int = 8
+    max_jobs: int = MAX_JOBS
 
     @property
     def model_name(self) -> str:
@@ -132,22 +159,68 @@ class RunSettings:
         return (self.model or "").partition("/")[2]
 
 
-def resolve(config: Config, *overrides: Overrides, env: Mapping[str, str] | None = None,
-            ask_server: bool = False,
-            served: Callable[[str, str], int | None] | None = None) -> RunSettings:
+PLAIN = ("tools", "max_steps", "retries", "request_timeout", "network", "feedback_limit",
+         "autonomous", "compaction", "result_share", "max_jobs")
+"""The settings a run takes as the first source that says them gives them: each has the same
+name in :class:`Overrides`, :class:`~fencecall.config.Config` and :class:`RunSettings`."""
+FROM_FILE = tuple(item.name for item in fields(Overrides)
+                  if item.name in READERS and item.name != "max_tokens")
+"""The file's single-valued keys that are also a source's settings (read from the names
+they share). The file's reply limit is not among them: it is capped by the window."""
+
+
+def resolve_settings(config: Config, *overrides: Overrides,
+                     env: Mapping[str, str] | None = None, ask_server: bool = False,
+                     served: Callable[[str, str], int | None] | None = None) -> RunSettings:
     """The settings of a run. ``env`` (default: this process's environment) comes after the
     overrides. With ``ask_server`` and no window configured, a self-hosted OpenAI-compatible
     server is asked for its model's window (``served``). Raises :class:`ConfigError` for a
     value no source could have meant."""
-    sources = (*overrides, Overrides.from_environment(os.environ if env is None else env))
-
-    def first(pick: Callable[[Overrides], T | None], *fallbacks: T | None) -> T | None:
-        return next((found for found in (*(pick(o) for o in sources), *fallbacks)
-                     if found is not None), None)
-
-    model = first(lambda o: o.model, config.model) or None
+    said = merge(*overrides, Overrides.from_environment(os.environ if env is None else env))
+    model = said.model or config.model or None
     per_model = config.model_settings(model or "")
-    window = first(lambda o: o.context_window, per_model.context_window)
+    said = merge(said, _model_layer(per_model), _file_layer(config))
+    window = _window(config, said, model, ask_server, served)
+    prompt = replace(per_model, context_window=window, prompt=said.prompt).prompt_mode()
+    workspace = (said.workspace or Path.cwd()).expanduser().resolve()
+    roots = dict.fromkeys((workspace, *(root.expanduser().resolve() for root in said.roots)))
+    reply_limit = said.max_tokens
+    if reply_limit is None:
+        reply_limit = (min(config.max_tokens, window // REPLY_SHARE) if window
+                       else config.max_tokens)
+    return RunSettings(
+        model=model, format=_format(said.format, config.format), max_tokens=reply_limit,
+        sampling=Sampling(said.temperature, said.top_p, said.stop), context_window=window,
+        compact=prompt == "compact", workspace=workspace, roots=tuple(roots),
+        sandbox=_sandbox(said.sandbox, config.sandbox), mcp_servers=said.mcp,
+        limits=Limits(said.budget_usd, said.budget_tokens, said.time_limit),
+        price=per_model.price, background_after=said.background_after or None,
+        **{name: getattr(said, name) for name in PLAIN})
+
+
+def _model_layer(model: ModelSettings) -> Overrides:
+    """What the model's own ``[models."provider/name"]`` table says: below every source,
+    above the file's top level."""
+    return Overrides(max_tokens=model.max_tokens, temperature=model.sampling.temperature,
+                     top_p=model.sampling.top_p, stop=model.sampling.stop,
+                     context_window=model.context_window, prompt=model.prompt,
+                     budget_usd=model.limits.usd, budget_tokens=model.limits.tokens,
+                     time_limit=model.limits.time)
+
+
+def _file_layer(config: Config) -> Overrides:
+    """What the file's top level says (its defaults where it is silent): the last source."""
+    return Overrides(**{name: getattr(config, name) for name in FROM_FILE},
+                     mcp=config.mcp_servers, budget_usd=config.limits.usd,
+                     budget_tokens=config.limits.tokens, time_limit=config.limits.time)
+
+
+def _window(config: Config, said: Overrides, model: str | None, ask_server: bool,
+            served: Callable[[str, str], int | None] | None) -> int | None:
+    """The context window a source or the model's table gives; else (``ask_server``) the
+    one a self-hosted server reports, the model's listed one, or :data:`DEFAULT_WINDOW`
+    where compaction needs one."""
+    window = said.context_window
     provider_name, _, model_name = (model or "").partition("/")
     provider = config.providers.get(provider_name)
     if window is None and ask_server and provider is not None and provider.kind == "openai" \
@@ -156,53 +229,12 @@ def resolve(config: Config, *overrides: Overrides, env: Mapping[str, str] | None
         window = (served or served_context_window)(provider.base_url, model_name)
     if window is None and provider is not None and model_name:
         window = listed_window(model_name, provider.kind, provider.base_url or None)
-    compaction: Compaction = first(lambda o: o.compaction, config.compaction) or "summary"
-    if window is None and model_name and compaction != "off":
+    if window is None and model_name and said.compaction != "off":
         window = DEFAULT_WINDOW
-    reply_limit = first(lambda o: o.max_tokens, per_model.max_tokens)
-    if reply_limit is None:
-        reply_limit = (min(config.max_tokens, window // REPLY_SHARE) if window
-                       else config.max_tokens)
-    prompt = replace(per_model, context_window=window,
-                     prompt=first(lambda o: o.prompt, per_model.prompt)).prompt_mode()
-    workspace = (first(lambda o: o.workspace) or Path.cwd()).expanduser().resolve()
-    roots = dict.fromkeys((workspace, *(root.expanduser().resolve()
-                                        for o in sources for root in o.roots)))
-    servers = {server.name: server for server in config.mcp_servers}
-    for source in reversed(sources):  # the more specific source's server wins a name
-        servers.update((server.name, server) for server in source.mcp)
-    return RunSettings(
-        model=model,
-        format=_format(first(lambda o: o.format), config.format),
-        tools=first(lambda o: o.tools, config.tools),
-        max_steps=first(lambda o: o.max_steps, config.max_steps) or config.max_steps,
-        max_tokens=reply_limit,
-        retries=first(lambda o: o.retries, config.retries) or 0,
-        sampling=Sampling(first(lambda o: o.temperature, per_model.sampling.temperature),
-                          first(lambda o: o.top_p, per_model.sampling.top_p),
-                          next((o.stop for o in sources if o.stop), per_model.sampling.stop)),
-        context_window=window,
-        compact=prompt == "compact",
-        feedback_limit=config.near_misses,
-        request_timeout=first(lambda o: o.timeout, config.timeout) or config.timeout,
-        workspace=workspace,
-        roots=tuple(roots),
-        sandbox=_sandbox(first(lambda o: o.sandbox), config.sandbox),
-        network=bool(first(lambda o: o.network, config.network)),
-        mcp_servers=tuple(servers.values()),
-        limits=Limits(first(lambda o: o.budget_usd, per_model.limits.usd, config.limits.usd),
-                      first(lambda o: o.budget_tokens, per_model.limits.tokens,
-                            config.limits.tokens),
-                      first(lambda o: o.time_limit, per_model.limits.time,
-                            config.limits.time)),
-        price=per_model.price,
-        autonomous=bool(first(lambda o: o.autonomous, config.autonomous)),
-        compaction=compaction, result_share=config.result_share,
-        background_after=first(lambda o: o.background_after, config.background_after) or None,
-        max_jobs=config.max_jobs)
+    return window
 
 
-def _format(name: str | None, configured: CallFormat) -> CallFormat:
+def _format(name: FormatLike | None, configured: CallFormat) -> CallFormat:
     if name is None:
         return configured
     try:

@@ -1,9 +1,9 @@
 """One batch task, start to end: its workspace, session, conversation log, agent and result.
 
-:meth:`Runner.arun` is a coroutine: the model's replies are read on the batch's event loop,
-and what blocks (making the workspace and session, the tools' processes, the diff) runs in
-the runner's worker threads. It never raises: whatever goes wrong becomes the result's
-status. A :class:`Stop` lets the scheduler end it from outside (a timeout, or the batch
+:meth:`TaskRunner.arun` is a coroutine: the model's replies are read on the batch's event
+loop, and what blocks (making the workspace and session, the tools' processes, the diff)
+runs in the runner's worker threads. It never raises: whatever goes wrong becomes the
+result's status. A :class:`Stop` lets the scheduler end it from outside (a timeout, or the batch
 stopping): calls not yet started are blocked, a retry's backoff or a wait for the batch's
 budget wakes up, and the task's shell processes are killed, so a command that hangs ends
 now; the scheduler then cancels the coroutine, which ends a reply being read at once. The
@@ -35,8 +35,9 @@ from ..agent import Agent, Conversation
 from ..agent.loop import answer_of
 from ..agent.offload import DaemonThreads, in_thread
 from ..agent.stats import TOKEN_KINDS, collect
-from ..assembly import Overrides, RunSettings, resolve
+from ..assembly import Overrides, RunSettings, resolve_settings
 from ..config import Config, check_apart
+from ..defaults import CONCURRENCY
 from ..errors import UserError
 from ..execution import Session, auto_no, auto_yes
 from ..message import Message, Outcome
@@ -49,14 +50,14 @@ from ..providers import (
     StreamEvent,
     has_astream,
 )
+from ..sandbox import Sandbox, choose_sandbox
 from ..secrecy import tool_environment
 from ..tools import Block, HookRegistry, Toolchain
-from ..tools.events import TOOL_PRE_EXECUTE, ToolPreExecute
+from ..tools.hook_points import TOOL_PRE_EXECUTE, ToolPreExecute
 from ..tools.mcp import McpServerConfig
-from ..tools.runtime.sandbox import Sandbox, choose_sandbox
 from .results import TaskResult, ToolCallRecord
+from .task_workspace import WorkspaceError, diff, prepare
 from .tasks import Task
-from .workspace import WorkspaceError, diff, prepare
 
 if TYPE_CHECKING:
     from ..tools.mcp.servers import McpServers
@@ -72,12 +73,13 @@ class BatchOptions:
     """How every task of a batch runs, unless the task says otherwise.
 
     ``folder`` holds each task's workspace and conversation log (``tasks/<id>-<hash>/``).
-    ``timeout`` is the default for the whole of one task; ``request_timeout`` the wait for
-    the model's server. Confirmation: nobody is there to ask, so with ``yes`` every call
-    runs (inside the sandbox where it is enforced) and without it every call that needs a
-    yes is declined, and the model is told so. ``secrets`` are the values of the providers'
-    key variables and the configured secrets (default: taken from the environment); tools
-    never see them. ``concurrency`` is how many tasks run at once (per shard with Ray).
+    ``task_timeout`` is the default for the whole of one task; ``request_timeout`` the wait
+    for the model's server (the configuration's key of that name). Confirmation: nobody is
+    there to ask, so with ``yes`` every call runs (inside the sandbox where it is enforced)
+    and without it every call that needs a yes is declined, and the model is told so.
+    ``secrets`` are the values of the providers' key variables and the configured secrets
+    (default: taken from the environment); tools never see them. ``concurrency`` is how
+    many tasks run at once (per shard with Ray).
     """
 
     config: Config
@@ -86,8 +88,8 @@ class BatchOptions:
     tools: tuple[str, ...] | None = None
     format: str | None = None
     max_steps: int | None = None
-    timeout: float | None = None
-    concurrency: int = 8
+    task_timeout: float | None = None
+    concurrency: int = CONCURRENCY
     sandbox: str | None = None
     network: bool | None = None
     yes: bool = False
@@ -123,7 +125,7 @@ class BatchOptions:
         """What these options say of every task's settings."""
         return Overrides(model=self.model, tools=self.tools, format=self.format,
                          max_steps=self.max_steps, max_tokens=self.max_tokens,
-                         retries=self.retries, timeout=self.request_timeout,
+                         retries=self.retries, request_timeout=self.request_timeout,
                          sandbox=self.sandbox, network=self.network,
                          budget_usd=self.task_budget.usd, budget_tokens=self.task_budget.tokens,
                          time_limit=self.task_budget.time, autonomous=self.autonomous)
@@ -266,7 +268,7 @@ def folder_name(task_id: str) -> str:
     return f"{readable}-{hashlib.sha256(task_id.encode()).hexdigest()[:10]}"
 
 
-class Runner:
+class TaskRunner:
     """Runs tasks with one batch's options; shares what tasks may share (providers and their
     connections, token counters, built toolchains, the batch's budget ``account``, worker
     threads), never what they must not (workspace, session, log).
@@ -280,7 +282,7 @@ class Runner:
         config = options.config
         self.secrets = dict(options.secrets if options.secrets is not None
                             else config.secret_values(os.environ))
-        self.defaults = resolve(config, options.overrides)
+        self.defaults = resolve_settings(config, options.overrides)
         """The settings of a task that says nothing of its own."""
         sandbox, self.warning = choose_sandbox(self.defaults.sandbox, [],
                                                network=self.defaults.network)
@@ -327,7 +329,7 @@ class Runner:
         return [gate for gate in found if isinstance(gate, Gate)]
 
     def timeout_of(self, task: Task) -> float | None:
-        return task.timeout or self.options.timeout
+        return task.task_timeout or self.options.task_timeout
 
     def _provider(self, settings: RunSettings, task: Task) -> Provider:
         """The provider for the model's server (and request timeout), shared by the tasks
@@ -402,7 +404,7 @@ class Runner:
         folder.mkdir(parents=True, mode=0o700)
         attempt.base = prepare(task.workspace, workspace)
         stop.check()
-        settings = resolve(config, task.overrides, self.options.overrides,
+        settings = resolve_settings(config, task.overrides, self.options.overrides,
                            Overrides(workspace=workspace))
         attempt.model = settings.model
         if settings.model is None:

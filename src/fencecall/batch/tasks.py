@@ -4,12 +4,15 @@ A tasks file is JSONL, one object per line (blank lines are skipped)::
 
     {"id": "fix-1", "prompt": "make the tests pass", "workspace": "repos/app",
      "model": "openai/gpt-4o-mini", "tools": "shell,save,patch", "format": "markdown",
-     "max_steps": 20, "timeout": 600, "metadata": {"split": "dev"}}
+     "max_steps": 20, "task_timeout": 600, "metadata": {"split": "dev"}}
 
-Only ``id`` and ``prompt`` are required. ``workspace`` is a folder or git repository to copy
-(a path, relative to the tasks file), or an object: ``{"path": ...}`` to copy,
-``{"git": URL_OR_PATH, "ref": REV}`` to clone and check out, and ``"files": {PATH: TEXT}`` to
-create (alone, or on top of the copy). A task without one starts in an empty folder.
+Only ``id`` and ``prompt`` are required. A key has the name of the flag and the
+:class:`~fencecall.batch.BatchOptions` field it stands in for (``max_steps``,
+``--max-steps``); ``timeout``, the old name of ``task_timeout``, is still read as it.
+``workspace`` is a folder or git repository to copy (a path, relative to the tasks file),
+or an object: ``{"path": ...}`` to copy, ``{"git": URL_OR_PATH, "ref": REV}`` to clone and
+check out, and ``"files": {PATH: TEXT}`` to create (alone, or on top of the copy). A task
+without one starts in an empty folder.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..assembly import Overrides
-from ..errors import UserError, unknown_settings
+from ..errors import UserError, new_names, unknown_settings
 from ..parsing import FORMATS
 
 KNOWN_KEYS = frozenset({"id", "prompt", "workspace", "model", "tools", "format", "max_steps",
-                        "timeout", "metadata"})
+                        "task_timeout", "metadata"})
+RENAMED_KEYS = {"timeout": "task_timeout"}
+"""Old key to new: a tasks file written before a rename still loads (both: an error)."""
 WORKSPACE_KEYS = frozenset({"path", "git", "ref", "files"})
 
 
@@ -57,7 +62,7 @@ class Task:
     tools: tuple[str, ...] | None = None
     format: str | None = None
     max_steps: int | None = None
-    timeout: float | None = None
+    task_timeout: float | None = None
     """Seconds the whole task may take (model replies and tools together)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
@@ -73,6 +78,7 @@ class Task:
         (default: the current folder). Raises :class:`TaskError` with what is wrong."""
         if not isinstance(data, Mapping):
             raise TaskError("a task must be a JSON object")
+        data = new_names(data, RENAMED_KEYS, "", TaskError)
         _only_known(data, KNOWN_KEYS, "")
         task_id = data.get("id")
         if isinstance(task_id, int) and not isinstance(task_id, bool):
@@ -92,7 +98,7 @@ class Task:
                 model=_optional_text(data, "model"), tools=_tools(data.get("tools")),
                 format=_format(data.get("format")),
                 max_steps=_positive(data, "max_steps", whole=True),
-                timeout=_positive(data, "timeout", whole=False),
+                task_timeout=_positive(data, "task_timeout", whole=False),
                 metadata=dict(metadata))
         except TaskError as err:
             raise TaskError(f"task {task_id!r}: {err}") from None

@@ -12,11 +12,16 @@ import argparse
 from collections.abc import Callable
 
 from .. import __version__
+from ..defaults import BACKGROUND_AFTER, CONCURRENCY
 from ..parsing.formats import FORMATS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import TypeAlias
+
+    Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+    """Where a command's parser is added."""
 
 DEFAULT_FORMAT = "markdown"
 """The ``--format`` of ``parse`` and ``run``: the name of :data:`fencecall.parsing.MARKDOWN`
@@ -76,7 +81,8 @@ def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | Non
     parser.add_argument("--background-after", type=_at_least(0.0, float), default=None,
                         metavar="SECONDS",
                         help="a shell command still running after SECONDS goes on as a "
-                             "background job instead of being killed (default: 15; 0: never)")
+                             "background job instead of being killed (default: "
+                             f"{BACKGROUND_AFTER:g}; 0: never)")
     parser.add_argument("--mcp", action="append", default=[], metavar="NAME=COMMAND",
                         help="use an MCP server's tools (as NAME.TOOL): a command started "
                              "over stdio, or a Streamable HTTP URL (repeatable)")
@@ -97,8 +103,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="stop once the run has taken SECONDS (exit status 4)")
     parser.add_argument("--max-tokens", type=_at_least(1), metavar="N",
                         help="output tokens asked of the model per reply")
-    parser.add_argument("--timeout", type=_at_least(0.001, float), metavar="SECONDS",
-                        help="how long to wait for the model's server")
+    _add_request_timeout(parser, old="--timeout")
     parser.add_argument("--retries", type=_at_least(0), metavar="N",
                         help="tries again after a failed request or a broken reply stream")
     parser.add_argument("--temperature", type=_at_least(0.0, float), metavar="T",
@@ -119,6 +124,16 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                              "8192 tokens or less, else full)")
 
 
+def _add_request_timeout(parser: argparse.ArgumentParser, old: str | None = None) -> None:
+    """``--request-timeout``, the ``request_timeout`` of the configuration; ``old`` is the
+    flag's former name, kept working but no longer shown."""
+    seconds = _at_least(0.001, float)
+    parser.add_argument("--request-timeout", type=seconds, metavar="SECONDS",
+                        help="how long to wait for the model's server")
+    if old is not None:
+        parser.add_argument(old, type=seconds, dest="request_timeout", help=argparse.SUPPRESS)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fencecall",
@@ -126,7 +141,16 @@ def build_parser() -> argparse.ArgumentParser:
                     "A bare `fencecall [PROMPT]` means `fencecall chat [PROMPT]`.")
     parser.add_argument("--version", action="version", version=f"fencecall {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_reply_commands(commands)  # in the order --help lists them
+    _add_chat_commands(commands)
+    _add_mcp(commands)
+    _add_batch(commands)
+    _add_editor_commands(commands)
+    return parser
 
+
+def _add_reply_commands(commands: Commands) -> None:
+    """``parse`` and ``run``: a saved reply's calls, listed or run (no model)."""
     parse = commands.add_parser(
         "parse", help="list the tool calls found in a saved model reply",
         description="List the tool calls found in FILE (a saved model reply; - for stdin), "
@@ -146,6 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tool_options(run, DEFAULT_FORMAT)
     run.set_defaults(handler="fencecall.cli.run_cmd:run")
 
+
+def _add_chat_commands(commands: Commands) -> None:
+    """``chat``, ``stats`` of its conversations, and ``tools``, what a session would get."""
     chat = commands.add_parser(
         "chat", help="chat with a model that uses tools (the default command)",
         description="Chat with a model that uses tools. With PROMPT, work on it and exit.")
@@ -176,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tool_options(tools, None)
     tools.set_defaults(handler="fencecall.cli.tools_cmd:run")
 
+
+def _add_mcp(commands: Commands) -> None:
+    """``mcp serve``: the toolchain as an MCP server."""
     mcp = commands.add_parser("mcp", help="serve fencecall's tools over MCP",
                               description="Model Context Protocol commands.")
     mcp_commands = mcp.add_subparsers(dest="mcp_command", metavar="COMMAND", required=True)
@@ -195,20 +225,24 @@ def build_parser() -> argparse.ArgumentParser:
                             "read from environment variable VAR")
     serve.set_defaults(handler="fencecall.cli.serve_cmd:run")
 
+
+def _add_batch(commands: Commands) -> None:
+    """``batch``: its files, the settings of tasks that give none, and its limits."""
     batch = commands.add_parser(
         "batch", help="run many tasks from a JSONL file, each in a session of its own",
         description="Run each task of TASKS (JSONL: id, prompt, and optionally workspace, "
-                    "model, tools, format, max_steps, timeout, metadata) in a session of its "
-                    "own (a copy of its workspace, its own shell, interpreter and log), many "
-                    "at once, and append one line per finished task to RESULTS. Run it again "
-                    "with the same --out to resume: finished tasks are skipped. Nobody is "
-                    "asked: with -y every call runs (in the sandbox), without it calls that "
-                    "need a yes are declined.")
+                    "model, tools, format, max_steps, task_timeout, metadata) in a session "
+                    "of its own (a copy of its workspace, its own shell, interpreter and log), "
+                    "many at once, and append one line per finished task to RESULTS. Run it "
+                    "again with the same --out to resume: finished tasks are skipped. Nobody "
+                    "is asked: with -y every call runs (in the sandbox), without it calls "
+                    "that need a yes are declined.")
     batch.add_argument("tasks", metavar="TASKS", type=_path, help="the tasks, one JSON a line")
     batch.add_argument("--out", "-o", type=_path, required=True, metavar="RESULTS",
                        help="results file (JSONL), appended to; its tasks are not run again")
-    batch.add_argument("--concurrency", "-j", type=_at_least(1), default=8, metavar="N",
-                       help="tasks at once (default 8; per shard with --ray)")
+    batch.add_argument("--concurrency", "-j", type=_at_least(1), default=CONCURRENCY,
+                       metavar="N",
+                       help=f"tasks at once (default {CONCURRENCY}; per shard with --ray)")
     batch.add_argument("--model", "-m", help="provider/name for tasks that name none")
     batch.add_argument("--format", "-f", choices=list(FORMATS), default=None,
                        help="how tool calls are written, for tasks that say not")
@@ -234,31 +268,13 @@ def build_parser() -> argparse.ArgumentParser:
                             "call gets a reminder (default: the config's autonomous)")
     batch.add_argument("--max-tokens", type=_at_least(1), metavar="N",
                        help="output tokens asked of the model per reply")
-    batch.add_argument("--timeout", type=_at_least(0.001, float), metavar="SECONDS",
-                       dest="task_timeout",
-                       help="time limit of one task, for tasks that give none (default: none)")
-    batch.add_argument("--budget-usd", type=_at_least(1e-9, float), metavar="USD",
-                       dest="batch_budget_usd",
-                       help="cap the whole batch's spend: no request is sent that could take "
-                            "it past USD, and no task starts once it cannot (exit status 3)")
-    batch.add_argument("--budget-tokens", type=_at_least(1), metavar="N",
-                       dest="batch_budget_tokens",
-                       help="the same for the whole batch's input and output tokens")
-    batch.add_argument("--time-limit", type=_at_least(0.001, float), metavar="SECONDS",
-                       dest="batch_time_limit",
-                       help="wall clock for the whole batch: running tasks stop and no task "
-                            "starts after SECONDS (exit status 4)")
-    batch.add_argument("--task-budget-usd", type=_at_least(1e-9, float), metavar="USD",
-                       dest="budget_usd", help="cap each task's spend")
-    batch.add_argument("--task-budget-tokens", type=_at_least(1), metavar="N",
-                       dest="budget_tokens", help="cap each task's input and output tokens")
-    batch.add_argument("--request-timeout", type=_at_least(0.001, float), metavar="SECONDS",
-                       dest="timeout", help="how long to wait for the model's server")
+    _add_batch_limits(batch)
+    _add_request_timeout(batch)
     batch.add_argument("--retries", type=_at_least(0), metavar="N",
                        help="tries again after a failed request or a broken reply stream")
     batch.add_argument("--dir", type=_path, default=None, metavar="DIR",
                        help="folder for the tasks' workspaces and logs (default: RESULTS.d)")
-    batch.add_argument("--keep-workspaces", choices=KEEP_WORKSPACES, default="all",
+    batch.add_argument("--keep-workspaces", choices=KEEP_WORKSPACES, default=KEEP_WORKSPACES[0],
                        help="whose workspaces stay after their result: all (default), failed "
                             "(tasks not done), or none; logs and diffs always stay")
     batch.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
@@ -268,6 +284,33 @@ def build_parser() -> argparse.ArgumentParser:
                        help="tasks per Ray shard (default: 4 x --concurrency)")
     batch.set_defaults(handler="fencecall.cli.batch_cmd:run")
 
+
+def _add_batch_limits(batch: argparse.ArgumentParser) -> None:
+    """Each task's time (``--task-timeout``, once ``--timeout``) and budget, and the whole
+    batch's limits (``--budget-*``, ``--time-limit``, as a single run's flags are named)."""
+    seconds = _at_least(0.001, float)
+    batch.add_argument("--task-timeout", type=seconds, metavar="SECONDS", dest="task_timeout",
+                       help="time limit of one task, for tasks that give none (default: none)")
+    batch.add_argument("--timeout", type=seconds, dest="task_timeout", help=argparse.SUPPRESS)
+    batch.add_argument("--budget-usd", type=_at_least(1e-9, float), metavar="USD",
+                       dest="batch_budget_usd",
+                       help="cap the whole batch's spend: no request is sent that could take "
+                            "it past USD, and no task starts once it cannot (exit status 3)")
+    batch.add_argument("--budget-tokens", type=_at_least(1), metavar="N",
+                       dest="batch_budget_tokens",
+                       help="the same for the whole batch's input and output tokens")
+    batch.add_argument("--time-limit", type=seconds, metavar="SECONDS",
+                       dest="batch_time_limit",
+                       help="wall clock for the whole batch: running tasks stop and no task "
+                            "starts after SECONDS (exit status 4)")
+    batch.add_argument("--task-budget-usd", type=_at_least(1e-9, float), metavar="USD",
+                       dest="budget_usd", help="cap each task's spend")
+    batch.add_argument("--task-budget-tokens", type=_at_least(1), metavar="N",
+                       dest="budget_tokens", help="cap each task's input and output tokens")
+
+
+def _add_editor_commands(commands: Commands) -> None:
+    """``acp``, the agent for editors, and ``list``, the saved conversations."""
     editors = commands.add_parser(
         "acp", help="be an agent for editors (Agent Client Protocol over stdio)",
         description="Serve the Agent Client Protocol on stdin and stdout, for an editor "
@@ -281,4 +324,3 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser("list", help="list saved conversations")
     listing.set_defaults(handler="fencecall.cli.chat_cmd:list_conversations")
-    return parser

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..accounting import Limits
-from ..assembly import Overrides, provider, require_price, resolve
+from ..assembly import Overrides, provider, require_price, resolve_settings
 from ..batch import (
     BatchInterrupted,
     BatchOptions,
@@ -32,8 +32,8 @@ from ..batch import (
 from ..batch.progress import BatchProgress
 from ..config import load_config
 from ..message import Outcome
+from ..sandbox import SandboxPolicy, choose_sandbox
 from ..secrecy import scrub_own_environ
-from ..tools.runtime.sandbox import SandboxPolicy, choose_sandbox
 from .options import overrides_of
 from .visible import visible
 
@@ -63,18 +63,18 @@ def _batch(args: argparse.Namespace) -> int:
     out: Path = args.out.expanduser().resolve()
     folder = (args.dir.expanduser() if args.dir else out.with_name(out.name + ".d")).resolve()
     flags = overrides_of(args)
-    defaults = resolve(config, flags)
+    defaults = resolve_settings(config, flags)
     sandbox, warning = choose_sandbox(defaults.sandbox, [])
     if warning:
         print(f"fencecall: warning: {warning}", file=sys.stderr)
     if args.yes and sandbox.policy is SandboxPolicy.OFF:
         _say("warning: -y without a sandbox: every call of every task runs with your rights")
     options = BatchOptions(
-        config, folder, model=flags.model, tools=flags.tools, format=flags.format,
-        max_steps=flags.max_steps, timeout=args.task_timeout, concurrency=args.concurrency,
+        config, folder, model=flags.model, tools=flags.tools, format=args.format,
+        max_steps=flags.max_steps, task_timeout=args.task_timeout, concurrency=args.concurrency,
         sandbox=sandbox.policy.value, network=flags.network, yes=args.yes,
         autonomous=flags.autonomous,
-        retries=flags.retries, request_timeout=flags.timeout,
+        retries=flags.retries, request_timeout=flags.request_timeout,
         max_tokens=flags.max_tokens, secrets=secrets, mcp_servers=defaults.mcp_servers,
         keep_workspaces=args.keep_workspaces,
         budget=Limits(args.batch_budget_usd, args.batch_budget_tokens, args.batch_time_limit),
@@ -106,7 +106,7 @@ def _require_prices(options: BatchOptions, tasks: list[Task], secrets: dict[str,
     could not be held)."""
     config = options.config
     for model in sorted({task.model or options.model or config.model or "" for task in tasks}):
-        settings = resolve(config, Overrides(model=model or None), options.overrides)
+        settings = resolve_settings(config, Overrides(model=model or None), options.overrides)
         require_price(settings, config, provider(settings, config, secrets))
 
 

@@ -22,7 +22,7 @@ from rich.console import Console
 from .. import telemetry
 from ..agent import Agent, Conversation
 from ..agent.conversation import PRIVATE_FILE, private_folder
-from ..assembly import NO_MODEL, NoModel, Overrides, RunSettings, assemble, resolve
+from ..assembly import NO_MODEL, NoModel, Overrides, RunSettings, assemble, resolve_settings
 from ..config import Config, load_config
 from ..errors import UserError
 from ..message import Outcome
@@ -31,7 +31,7 @@ from ..providers import ProviderError
 from ..tools import Toolchain
 from ..tools.registry import is_file_entry
 from .arguments import SANDBOX_POLICIES
-from .confirm import choose_confirm
+from .confirm_prompt import choose_confirm
 from .display import Display
 from .options import overrides_of
 from .slash import ExitChat, run_slash
@@ -59,7 +59,7 @@ def _resumed(args: argparse.Namespace, config: Config,
     if not args.resume:
         return None, Overrides()
     conversation = Conversation.open(config.home, args.resume)
-    restored = _restore(conversation.settings, flags, resolve(config, flags),
+    restored = _restore(conversation.settings, flags, resolve_settings(config, flags),
                         config.tool_packages, args.resume)
     for note in conversation.notes + restored.notes:
         print(f"fencecall: note: {visible(note)}", file=sys.stderr)
@@ -125,16 +125,9 @@ def _restore(saved: Mapping[str, Any], flags: Overrides, current: RunSettings,
     if flags.format is None and (fmt := value("format", lambda v: _is_text(v) and v in FORMATS,
                                               f"one of {', '.join(FORMATS)}")):
         apply("format", fmt, fmt)
-    if flags.tools is None and (tools := value("tools", _is_text, "text")):
-        entries = [entry.strip() for entry in tools.split(",") if entry.strip()]
-        restored.refused += [f"tool file {entry} (pass --tools {quote(tools)} to load it)"
-                             for entry in entries if is_file_entry(entry)]
-        names = [entry for entry in entries if not is_file_entry(entry)]
-        if names and _within_configured(names, current.tools, packages):
-            apply("tools", tuple(names), ",".join(names))
-        elif names:
-            restored.refused.append(f"tools {','.join(names)}, more than the configured ones "
-                                    f"(pass --tools {quote(','.join(names))} to use them)")
+    if flags.tools is None and (tools := value("tools", _is_text, "text")) and (
+            names := _restorable_tools(tools, current.tools, packages, restored)):
+        apply("tools", names, ",".join(names))
     if flags.sandbox is None and (policy := value(
             "sandbox", lambda v: _is_text(v) and v in SANDBOX_POLICIES,
             f"one of {', '.join(SANDBOX_POLICIES)}")):
@@ -156,6 +149,23 @@ def _restore(saved: Mapping[str, Any], flags: Overrides, current: RunSettings,
                              f"{quote(text)} to use it)" for text in servers]
     restored.overrides = Overrides(**given)
     return restored
+
+
+def _restorable_tools(tools: str, configured: Sequence[str] | None, packages: Sequence[str],
+                      restored: Restored) -> tuple[str, ...]:
+    """The log's tool list as far as it may be restored: no tool files (their code would run
+    in this process), and nothing beyond the configured tools; what is left out is said in
+    ``restored.refused``."""
+    entries = [entry.strip() for entry in tools.split(",") if entry.strip()]
+    restored.refused += [f"tool file {entry} (pass --tools {quote(tools)} to load it)"
+                         for entry in entries if is_file_entry(entry)]
+    names = [entry for entry in entries if not is_file_entry(entry)]
+    if names and _within_configured(names, configured, packages):
+        return tuple(names)
+    if names:
+        restored.refused.append(f"tools {','.join(names)}, more than the configured ones "
+                                f"(pass --tools {quote(','.join(names))} to use them)")
+    return ()
 
 
 def _within_configured(entries: list[str], configured_list: Sequence[str] | None,
@@ -212,7 +222,7 @@ def build_agent(args: argparse.Namespace, config: Config, console: Console,
                             "when the task is done")
         flags = replace(flags, autonomous=False)
     resumed, restored = _resumed(args, config, flags)
-    settings = resolve(config, flags, restored, ask_server=True)
+    settings = resolve_settings(config, flags, restored, ask_server=True)
     if settings.model is None:
         raise NoModel(NO_MODEL)
     tools = args.tools or (",".join(restored.tools) if restored.tools else None)

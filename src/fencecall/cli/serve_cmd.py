@@ -8,11 +8,11 @@ import os
 import sys
 
 from .. import assembly
-from ..assembly import resolve
+from ..assembly import resolve_settings
 from ..config import load_config
 from ..errors import UserError
 from ..execution import Session
-from ..execution.confirm import auto_no, auto_yes
+from ..execution.confirm_policy import auto_no, auto_yes
 from ..serve import ToolServer, serve_http, serve_stdio
 from ..tools import ConfirmFunc
 from .options import overrides_of
@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config()
     token = _token(args)
     address = _address(args.http) if args.http else None
-    settings = resolve(config, overrides_of(args))
+    settings = resolve_settings(config, overrides_of(args))
     env = assembly.environment(settings, config, assembly.own_secrets(config), warn=warn)
     servers = assembly.mcp_servers(env, config)
     with servers or contextlib.nullcontext():

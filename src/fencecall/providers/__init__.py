@@ -51,9 +51,10 @@ def get_provider(model: str, config: Config, env: Mapping[str, str] | None = Non
                  retries: int | None = None,
                  max_connections: int = 64) -> tuple[Provider, str]:
     """(provider, model name) for ``provider/model`` (``local/qwen2.5``, ``openai/gpt-4o``).
-    ``timeout`` and ``retries`` default to the configuration's; ``max_connections`` bounds
-    the requests open at once on the async path (the provider's gate)."""
-    timeout = config.timeout if timeout is None else timeout
+    ``timeout`` (seconds to wait for the server) and ``retries`` default to the
+    configuration's ``request_timeout`` and ``retries``; ``max_connections`` bounds the
+    requests open at once on the async path (the provider's gate)."""
+    timeout = config.request_timeout if timeout is None else timeout
     retries = config.retries if retries is None else retries
     env = os.environ if env is None else env
     name, sep, model_name = model.partition("/")

@@ -11,6 +11,7 @@ from typing import Any, Generic, Literal, Protocol, TypeGuard, TypeVar
 from ..accounting.checks import ReplyBounds
 from ..accounting.tokens import Bytes, Tally, request_tokens
 from ..config import Sampling
+from ..defaults import MAX_TOKENS
 from ..message import Message, Unencodable, Usage
 
 
@@ -53,7 +54,7 @@ class ChatRequest:
     system: str
     messages: tuple[Message, ...]
     tools: tuple[dict[str, Any], ...] = ()
-    max_tokens: int = 4096
+    max_tokens: int = MAX_TOKENS
     sampling: Sampling = field(default_factory=Sampling)
     output_room: int | None = None
     """The output tokens the run's budgets leave the reply, by fencecall's count (None: no

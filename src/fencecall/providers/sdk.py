@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import httpx2
 
+from ..defaults import REQUEST_TIMEOUT, RETRIES
 from .base import (
     AsyncChunks,
     ChatRequest,
@@ -96,7 +97,8 @@ class SdkProvider(ABC, Generic[S, A, C]):
     """The provider's name when none is given (its kind)."""
 
     def __init__(self, *, api_key: str | None, base_url: str | None = None,
-                 name: str | None = None, timeout: float = 600.0, max_retries: int = 2,
+                 name: str | None = None, timeout: float = REQUEST_TIMEOUT,
+                 max_retries: int = RETRIES,
                  max_connections: int = 64):
         self.name = self.default_name if name is None else name
         self._client = self.sdk.client(api_key=api_key or "not-needed", base_url=base_url,
