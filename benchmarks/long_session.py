@@ -240,7 +240,7 @@ class DropOldest(Agent):
 
     def _refit(self) -> ChatRequest:
         request = self._request()
-        window = self.window
+        window = self.context.window
         assert window is not None
         if self.billing.next_input(request) <= window.budget:
             return request

@@ -4,18 +4,17 @@ tools."""
 from ..message import Outcome
 from .context import ContextOverflow
 from .conversation import Conversation, ConversationError, ConversationInfo
-from .loop import (
-    Agent,
+from .events import (
     AgentEvent,
     CallsFound,
     EventSink,
     ReplyDone,
     ReplyText,
     Retrying,
-    RunResult,
     StepLimit,
     ToolResult,
 )
+from .loop import Agent, RunResult
 from .near_miss import RUN_AS, NearMiss, near_misses
 from .prompt import system_prompt
 from .settings import AgentSettings

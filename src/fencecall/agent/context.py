@@ -5,7 +5,8 @@ that, history is append-only, so each request's messages are a prefix of the nex
 and provider prefix caches keep hitting. When the next request would not fit, the older
 exchanges are replaced once (a *compaction*): by a summary the model writes, or, where none
 can be had, by a note that they were left out. The compaction is a system message appended to
-the log (metadata ``compaction``) saying how many messages before it stay verbatim; a request
+the log (its note a :class:`~fencecall.message.Compacted`) saying how many messages before it
+stay verbatim; a request
 is built from the log as the messages up to the task, the compaction's text, the kept messages
 and what came after (:func:`view`). So the prefix stays fixed until the next compaction, and
 since each leaves at most :data:`KEEP_SHARE` of the budget, compactions grow with the size of
@@ -14,16 +15,19 @@ the history, not with the number of requests. The log keeps every original messa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
 
+from ..accounting import Billing
+from ..accounting.tokens import MESSAGE_OVERHEAD
 from ..config import Compaction
 from ..errors import UserError
-from ..message import Message
-
-MARKER = "compaction"
-"""The metadata key of a compaction's message: ``{"kept": N, "replaced": M, "mode": …}``."""
+from ..message import Compacted, Message, ReplyRecord
+from ..providers import ChatRequest
+from ..providers.base import wire_texts
+from .reading import ReplyReader
+from .settings import AgentSettings
 
 KEEP_SHARE = 3
 """A compaction keeps at most 1/KEEP_SHARE of the budget verbatim (the latest exchanges)."""
@@ -33,6 +37,8 @@ HEADROOM_SHARE = 50
 """Tokens kept free beyond the reply: 1/HEADROOM_SHARE of the window (at least
 :data:`MIN_HEADROOM`), for counts that are off by a little."""
 MIN_HEADROOM = 64
+_UNKNOWN = 1 << 40
+"""The window of a run that keeps none (compaction off): only ``/compact`` compacts it."""
 
 SUMMARY_REQUEST = (
     "The conversation is about to outgrow the context window, so the messages above (after the "
@@ -66,7 +72,7 @@ class Window:
 
 
 def is_compaction(message: Message) -> bool:
-    return message.role == "system" and isinstance(message.metadata.get(MARKER), dict)
+    return isinstance(message.note, Compacted)
 
 
 def head_length(messages: Sequence[Message]) -> int:
@@ -84,16 +90,12 @@ def view(messages: Sequence[Message]) -> tuple[Message, ...]:
         return tuple(messages)
     head = head_length(messages)
     marker = messages[last]
-    kept_count = _count(marker.metadata[MARKER], "kept")
+    assert isinstance(marker.note, Compacted)
+    kept_count = marker.note.kept
     before = [m for m in messages[head:last] if not is_compaction(m)]
     kept = before[max(len(before) - kept_count, 0):] if kept_count else []
     after = [m for m in messages[last + 1 :] if not is_compaction(m)]
     return (*messages[:head], marker, *kept, *after)
-
-
-def _count(record: dict[str, Any], key: str) -> int:
-    value = record.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def exchanges(messages: Sequence[Message], start: int) -> list[int]:
@@ -128,10 +130,93 @@ def compaction_message(summary: str | None, replaced: int, kept: int) -> Message
     if summary is not None:
         text = (f"[Summary of {replaced} earlier messages, which were compacted to fit the "
                 f"context window]\n{summary.strip()}")
-        mode = "summary"
+        mode: Literal["summary", "drop"] = "summary"
     else:
         text = (f"[{replaced} earlier messages were left out to fit the context window; "
                 "the task above and the latest messages are intact]")
         mode = "drop"
-    return Message("system", text,
-                   metadata={MARKER: {"kept": kept, "replaced": replaced, "mode": mode}})
+    return Message("system", text, note=Compacted(kept, replaced, mode))
+
+
+class Compactor:
+    """Keeps an agent's requests inside its window (see the module's docstring).
+
+    ``request`` builds the next request from the conversation as it is now, ``record``
+    appends a message to it; the summary is read by the agent's ``reader`` and billed as
+    every reply is."""
+
+    def __init__(self, settings: AgentSettings, billing: Billing, reader: ReplyReader,
+                 request: Callable[[], ChatRequest], record: Callable[[Message], None]):
+        self.window = (Window(settings.context_window, settings.max_tokens, settings.compaction)
+                       if settings.context_window is not None and settings.compaction != "off"
+                       else None)
+        """Where requests are kept inside the window (None: they are sent as they are)."""
+        self._max_tokens = settings.max_tokens
+        self._asked = Window(settings.context_window or _UNKNOWN, settings.max_tokens)
+        """The window a compaction asked for by hand (``/compact``) keeps within."""
+        self._billing, self._reader = billing, reader
+        self._request, self._record = request, record
+
+    def fits(self, request: ChatRequest) -> bool:
+        """Whether ``request`` may be sent as it is."""
+        window = self.window
+        return window is None or self._billing.next_input(request) <= window.budget
+
+    def check_fits(self, request: ChatRequest) -> None:
+        """Raise :class:`ContextOverflow` where ``request``, compacted already, still does not
+        fit, saying what takes the room."""
+        window = self.window
+        if window is None:
+            return
+        needed = self._billing.next_input(request)
+        if needed <= window.budget:
+            return
+        fixed = self._billing.next_input(replace(request, messages=request.messages[:0]))
+        if fixed > window.budget:
+            raise ContextOverflow(
+                f"the system prompt (about {fixed} tokens) and a reply of up to "
+                f"{window.reply_tokens} tokens do not fit the context window of "
+                f"{window.size} tokens; use --prompt compact, fewer tools (--tools), or a "
+                "smaller --max-tokens")
+        raise ContextOverflow(
+            f"the task and the latest exchange need about {needed} tokens, but only "
+            f"{window.budget} of the context window of {window.size} tokens are left "
+            "after the reply and its headroom; shorten the task, use --prompt compact, "
+            "or a smaller --max-tokens")
+
+    def compact(self, keep: int | None = None) -> Message | None:
+        """Replace the older exchanges of the conversation (all but the task and the latest
+        ones that cost at most ``keep`` tokens, by default a third of the budget; at least the
+        latest exchange) by the model's summary of them, or, where none can be had
+        (``compaction = "drop"``, the model failed), by a note that they were left out. The
+        compaction is recorded; None where there is nothing to compact."""
+        window = self.window or self._asked
+        request = self._request()
+        messages = request.messages
+        count = self._billing.counter.count
+        costs = [count(text) + MESSAGE_OVERHEAD for text in wire_texts(messages)]
+        end = boundary(messages, costs, window.budget // KEEP_SHARE if keep is None else keep)
+        if end is None:
+            return None
+        summary = self._summary(request, end, window) if window.compaction == "summary" else None
+        marker = compaction_message(summary[0] if summary else None,
+                                    end - head_length(messages), len(messages) - end)
+        if summary is not None:
+            marker = replace(marker, reply=summary[1])
+        self._record(marker)
+        return marker
+
+    def _summary(self, request: ChatRequest, end: int,
+                 window: Window) -> tuple[str, ReplyRecord] | None:
+        """The model's summary of ``request``'s messages before ``end``, asked on the same
+        prefix (so it reads the prompt cache), and the record of that request; None where
+        it cannot be had (it would not fit, a limit refuses it, the model fails)."""
+        ask = replace(request, messages=(*request.messages[:end],
+                                         Message("user", SUMMARY_REQUEST)),
+                      max_tokens=window.summary_tokens)
+        if window.size != _UNKNOWN and \
+                self._billing.next_input(ask) + window.summary_tokens > window.size:
+            return None
+        if self._billing.refusal(ask, self._max_tokens) is not None:
+            return None
+        return self._reader.summary(ask)

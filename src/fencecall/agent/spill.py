@@ -25,18 +25,19 @@ import os
 import re
 import shutil
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 from ..accounting.tokens import TokenCounter
 from ..message import Message
 from ..parsing import MARKDOWN, FormatLike, UnrepresentableCall
+from ..sandbox import make_scratch
 from ..tools.builtin.read import MAX_BYTES as READ_MAX_BYTES
 from ..tools.builtin.read import MAX_LINE_CHARS as READ_MAX_LINE_CHARS
 from ..tools.builtin.read import MAX_LINES as READ_MAX_LINES
 from ..tools.builtin.read import tool as read_tool
-from ..tools.runtime.files import BINARY_SNIFF
-from ..tools.runtime.scratch import make_scratch
+from ..tools.runtime.file_io import BINARY_SNIFF
 from ..tools.spec import render_call
 from .conversation import PRIVATE_FILE, private_folder
 
@@ -120,6 +121,28 @@ def spill(result: Message, outputs: Path, limit_tokens: int, counter: TokenCount
     spilled = {"path": str(path), "bytes": len(data), "lines": len(content.splitlines()),
                "tokens": tokens}
     return replace(result, content=shown, metadata={**result.metadata, "spilled": spilled})
+
+
+class Spiller:
+    """Saves each result that takes more than ``limit_tokens`` (see :func:`spill`). The
+    folder is made on the first, in the conversation's folder or a private one, and
+    ``allow_reading`` gives the tools read access to it then."""
+
+    def __init__(self, limit_tokens: int, counter: TokenCounter,
+                 conversation_folder: Path | None, allow_reading: Callable[[Path], None],
+                 fmt: FormatLike = MARKDOWN):
+        self._limit, self._counter, self._fmt = limit_tokens, counter, fmt
+        self._conversation_folder, self._allow_reading = conversation_folder, allow_reading
+        self._outputs: Path | None = None
+
+    def __call__(self, result: Message) -> Message:
+        """``result``, or its start and end with the path of the file holding all of it."""
+        if self._counter.count(result.content) <= self._limit:
+            return result
+        if self._outputs is None:
+            self._outputs = outputs_folder(self._conversation_folder)
+            self._allow_reading(self._outputs)
+        return spill(result, self._outputs, self._limit, self._counter, fmt=self._fmt)
 
 
 def _tool_name(result: Message) -> str:
