@@ -34,9 +34,9 @@ def results(draw: st.DrawFn) -> Message:
     exit_code = draw(st.none() | st.integers(-255, 255))
     call = None
     if tool is not None and draw(st.booleans()):
-        outcome = draw(st.sampled_from(["ok", *(s.value for s in Status)]))
-        call = CallRecord(tool, outcome, draw(st.floats(0, 1e4)),
-                          None if outcome == "ok" else draw(st.none() | words), exit_code)
+        status = draw(st.none() | st.sampled_from(Status))
+        call = CallRecord(tool, status, draw(st.floats(0, 1e4)),
+                          None if status is None else draw(st.none() | words), exit_code)
     return Message("system", draw(st.text()), draw(st.none() | words), draw(times),
                    draw(plain_metadata), tool=tool,
                    status=draw(st.none() | st.sampled_from(Status)), exit_code=exit_code,
@@ -76,7 +76,7 @@ def test_values_of_the_wrong_type_are_left_out() -> None:
                                 "duration_s": "slow", "status": "exploded"})
     assert result is not None
     assert result.exit_code is None and result.status is None
-    assert result.call == CallRecord("shell", "ok", 0.0)
+    assert result.call == CallRecord("shell", None, 0.0)
     reply = _loaded("assistant", {"model": "m", "usage": {"input_tokens": -3}})
     assert reply is not None and reply.reply is not None and reply.reply.usage is None
 

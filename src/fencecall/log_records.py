@@ -1,12 +1,13 @@
 """A message as one JSON record of a conversation log, and back.
 
 The typed parts of a :class:`~fencecall.message.Message` (its call's record, its reply's
-record, how a run ended) are written into the record's ``metadata`` object under the keys
-logs have always had (``tool``, ``status``, ``outcome``, ``duration_s``, ``model``,
-``usage``, ``tool_calls``…), so the log stays one readable object per line and logs written
-by earlier releases load as they were. A log is data (it may have been edited, by hand or
-by a model): a value of the wrong type is left out, and a message whose native calls are
-unreadable is not a message at all, since the next request would show them to the model.
+record, how a run ended, its note to the loop) are written into the record's ``metadata``
+object under the keys logs have always had (``tool``, ``status``, ``outcome``,
+``duration_s``, ``model``, ``usage``, ``tool_calls``, ``reminder``, ``compaction``…), so the
+log stays one readable object per line and logs written by earlier releases load as they
+were. A log is data (it may have been edited, by hand or by a model): a value of the wrong
+type is left out, and a message whose native calls are unreadable is not a message at all,
+since the next request would show them to the model.
 """
 
 from __future__ import annotations
@@ -17,8 +18,15 @@ from typing import Any, TypeGuard, cast, get_args
 
 from .message import (
     CallRecord,
+    CannotRun,
+    Compacted,
+    Completion,
+    JobEnded,
+    LimitReached,
     Message,
     NativeCallRecord,
+    Note,
+    Nudge,
     Outcome,
     ReplyRecord,
     Role,
@@ -41,7 +49,7 @@ def to_record(message: Message) -> dict[str, Any]:
                               "time": message.timestamp.isoformat()}
     if message.call_id is not None:
         record["call_id"] = message.call_id
-    metadata = {**message.metadata, **_typed_metadata(message)}
+    metadata = {**message.metadata, **_typed_metadata(message), **_note_metadata(message.note)}
     if metadata:
         record["metadata"] = metadata
     return record
@@ -106,11 +114,12 @@ def from_record(record: Mapping[str, Any]) -> Message | None:
     if ending is None and status_word in ("step-limit", "gave-up"):  # how 0.1 said it
         ending = _OUTCOMES[status_word]
     exit_code = metadata.get("exit_code")
-    typed = ((*_RESULT_KEYS, *(_REPLY_KEYS if reply is not None else ()))
+    note, note_keys = _note(metadata) if role == "system" else (None, ())
+    typed = ((*_RESULT_KEYS, *note_keys, *(_REPLY_KEYS if reply is not None else ()))
              if role == "system" else _REPLY_KEYS if reply is not None else ())
     return Message(
         cast(Role, role), content, call_id, time,
-        {key: value for key, value in metadata.items() if key not in typed},
+        {key: value for key, value in metadata.items() if key not in typed}, note=note,
         tool=tool if role == "system" else None,
         status=_STATUSES.get(status_word) if isinstance(status_word, str) else None,
         exit_code=exit_code if _is_int(exit_code) else None,
@@ -118,12 +127,68 @@ def from_record(record: Mapping[str, Any]) -> Message | None:
         reply=reply, ending=ending if role == "system" else None)
 
 
+def _note_metadata(note: Note | None) -> dict[str, Any]:
+    """The keys a note is logged under (those the loop and the pipeline always wrote)."""
+    match note:
+        case None:
+            return {}
+        case Nudge():
+            return {note.value: True}
+        case LimitReached(kind):
+            return {"limit": kind}
+        case JobEnded(job, state):
+            return {"job_ended": job, "job_state": state}
+        case Compacted(kept, replaced, mode):
+            return {"compaction": {"kept": kept, "replaced": replaced, "mode": mode}}
+        case Completion():
+            return {"complete": True}
+    found: dict[str, Any] = {"diagnostic": note.malformed, "near_miss": list(note.near_misses),
+                             "unloaded": list(note.unloaded), "line": note.line}
+    return {key: value for key, value in found.items() if value not in (None, [])}
+
+
+def _note(metadata: Mapping[str, Any]) -> tuple[Note | None, tuple[str, ...]]:
+    """The note a system record's metadata holds, and the keys it was read from."""
+    for nudge in Nudge:
+        if metadata.get(nudge.value) is True:
+            return nudge, (nudge.value,)
+    if (limit := _text(metadata.get("limit"))) is not None:
+        return LimitReached(limit), ("limit",)
+    if _is_int(job := metadata.get("job_ended")):
+        state = _text(metadata.get("job_state")) or "ended"
+        return JobEnded(job, state), ("job_ended", "job_state")
+    if isinstance(record := metadata.get("compaction"), dict):
+        return Compacted(_count(record, "kept"), _count(record, "replaced"),
+                          "drop" if record.get("mode") == "drop" else "summary"), ("compaction",)
+    if metadata.get("complete") is True:
+        return Completion(), ("complete",)
+    cannot = CannotRun(_text(metadata.get("diagnostic")), _names(metadata.get("near_miss")),
+                       _names(metadata.get("unloaded")))
+    if cannot == CannotRun():
+        return None, ()
+    line = metadata.get("line")
+    return (CannotRun(cannot.malformed, cannot.near_misses, cannot.unloaded,
+                      line if _is_int(line) else None),
+            ("diagnostic", "near_miss", "unloaded", "line"))
+
+
+def _count(record: Mapping[str, Any], key: str) -> int:
+    value = record.get(key)
+    return value if _is_int(value) and value > 0 else 0
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    return tuple(item for item in value if isinstance(item, str)) if isinstance(
+        value, list) else ()
+
+
 def _call(tool: str | None, metadata: Mapping[str, Any]) -> CallRecord | None:
     outcome, duration = metadata.get("outcome"), metadata.get("duration_s")
     if not isinstance(outcome, str):
         return None
-    exit_code = metadata.get("exit_code")
-    return CallRecord(tool or "(unknown)", outcome,
+    exit_code = metadata.get("exit_code")  # an outcome no release wrote is taken for an error
+    status = None if outcome == "ok" else _STATUSES.get(outcome, Status.ERROR)
+    return CallRecord(tool or "(unknown)", status,
                       float(duration) if _is_number(duration) else 0.0,
                       _text(metadata.get("error_type")),
                       exit_code if _is_int(exit_code) else None)

@@ -1,7 +1,8 @@
 """Conversation messages and the typed records layers hand each other through them.
 
 A tool result carries its call's :class:`CallRecord`, a model's reply its :class:`ReplyRecord`
-(model, usage, native calls), and the message that ends a run its :class:`Outcome`. The log
+(model, usage, native calls), the message that ends a run its :class:`Outcome`, and what a
+message is to the loop (a reminder, a compaction, the completion…) its :data:`Note`. The log
 keeps them in the message's ``metadata`` object under the keys it always used (see
 :mod:`fencecall.agent.conversation`); in memory they are fields, so no layer reads another's
 string keys. ``metadata`` holds only what a tool or hook adds of its own.
@@ -40,10 +41,12 @@ FAILED_STATUSES = frozenset({Status.ERROR, Status.BLOCKED, Status.DECLINED, Stat
 
 
 class Outcome(StrEnum):
-    """How a run ended: the agent loop's answer, a batch task's status, the exit status."""
+    """How a run ended: the agent loop's answer, a batch task's status, the exit status.
+    (How one call ended is a :class:`Status`.)"""
 
     DONE = "done"
-    """The model answered without a call."""
+    """The model answered: a reply without a call where someone reads the replies, a call
+    of the complete tool in an autonomous run."""
     STEP_LIMIT = "step-limit"
     GAVE_UP = "gave-up"
     """Reply after reply held calls that could not run (near misses, malformed calls) or
@@ -134,8 +137,8 @@ class CallRecord:
     """How one tool call went: kept on its last result."""
 
     tool: str
-    outcome: str
-    """``ok``, or the :class:`Status` value of a call that did not simply succeed."""
+    status: Status | None
+    """How the call ended where it did not simply succeed (None: it did)."""
     duration_s: float
     error_type: str | None = None
     """For a failure, a low-cardinality cause: an exception's name, else the status."""
@@ -143,7 +146,70 @@ class CallRecord:
 
     @property
     def ok(self) -> bool:
-        return self.outcome == "ok"
+        return self.status is None
+
+    @property
+    def outcome(self) -> str:
+        """``ok`` or the status, as logs, telemetry and batch results write it."""
+        return "ok" if self.status is None else self.status.value
+
+
+class Nudge(StrEnum):
+    """What the loop tells the model between replies where no tool result speaks."""
+
+    REMINDER = "reminder"
+    """An autonomous run's reply ran no tool and did not call complete."""
+    LOOPED = "loop"
+    """The reply kept repeating itself and was cut."""
+    CONTINUE = "cut"
+    """The reply reached the output token limit: go on where it stopped."""
+
+
+@dataclass(frozen=True, slots=True)
+class CannotRun:
+    """Calls of a reply that could not run as written, so the model is told why:
+    ``malformed`` (the parser's diagnostic kind), ``near_misses`` (the kinds of blocks meant
+    as calls), ``unloaded`` (tools known but not loaded in this run), at ``line``."""
+
+    malformed: str | None = None
+    near_misses: tuple[str, ...] = ()
+    unloaded: tuple[str, ...] = ()
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LimitReached:
+    """A limit ended the run; ``kind`` names it (``time-limit``, ``budget-usd``…)."""
+
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobEnded:
+    """A background job ended since the model last heard of it."""
+
+    job: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    """The older exchanges were replaced by this message (a summary, or a note that they
+    were left out, ``mode``); the ``kept`` messages before it stay verbatim."""
+
+    kept: int
+    replaced: int
+    mode: Literal["summary", "drop"]
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The result of a call of a tool that ends the run (complete): its text is the answer.
+    Only the pipeline marks a result so, for a tool whose spec says it ends the run."""
+
+
+Note = Nudge | CannotRun | LimitReached | JobEnded | Compacted | Completion
+"""What a message is to the loop, beyond a reply or a plain tool result."""
 
 
 def _now() -> datetime:
@@ -169,6 +235,8 @@ class Message:
     reply: ReplyRecord | None = None
     ending: Outcome | None = None
     """On the message that says why a run stopped short (a limit, giving up)."""
+    note: Note | None = None
+    """What the message is to the loop (see :data:`Note`), set by the layer that knows."""
 
     def tagged(self, call_id: str | None, tool: str) -> Message:
         """This message as the result of call ``call_id`` of ``tool``."""
@@ -181,16 +249,21 @@ class Message:
         return self.status in FAILED_STATUSES
 
     @property
+    def completes(self) -> bool:
+        """Whether this is the result that ended the run done (see :class:`Completion`)."""
+        return isinstance(self.note, Completion)
+
+    @property
     def native_calls(self) -> tuple[NativeCallRecord, ...]:
         return self.reply.native_calls if self.reply is not None else ()
 
 
 def system(content: str, status: Status | None = None, *, tool: str | None = None,
            exit_code: int | None = None, ending: Outcome | None = None,
-           **metadata: Any) -> Message:
+           note: Note | None = None, **metadata: Any) -> Message:
     """A system message, the form every tool result and error takes."""
     return Message("system", content, metadata=metadata, tool=tool, status=status,
-                   exit_code=exit_code, ending=ending)
+                   exit_code=exit_code, ending=ending, note=note)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -4,29 +4,24 @@ only a call of the complete tool ends it done."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fencecall.agent import Agent, AgentSettings, Conversation, Outcome, RunResult
 from fencecall.agent.stats import collect
-from fencecall.execution import Session, auto_no, auto_yes
-from fencecall.message import Message
+from fencecall.execution import Session, auto_no
+from fencecall.message import CannotRun, Message, Nudge
 from fencecall.providers import NativeCall, ScriptedProvider, ScriptedReply
 from fencecall.tools import Toolchain
 
-F = "```"
+from ..support import F
+
 NON_ANSWERS = ("TH", "THOUGHT: `")
 SHELL = f"{F}shell\necho hello\n{F}\n"
 COMPLETE = f"{F}complete\nPrinted hello with the shell.\n{F}\n"
 
-
-@pytest.fixture
-def session(workspace: Path) -> Iterator[Session]:
-    with Session(Toolchain.build(["shell", "complete"]), workspace=workspace,
-                 confirm=auto_yes, sandbox="off") as made:
-        yield made
+pytestmark = pytest.mark.session(["shell", "complete"], sandbox="off")
 
 
 def run(session: Session, tmp_path: Path, *replies: str | ScriptedReply,
@@ -38,7 +33,7 @@ def run(session: Session, tmp_path: Path, *replies: str | ScriptedReply,
 
 
 def reminders(messages: tuple[Message, ...] | list[Message]) -> list[Message]:
-    return [m for m in messages if m.metadata.get("reminder") is True]
+    return [m for m in messages if m.note is Nudge.REMINDER]
 
 
 def test_non_answers_get_reminders_and_complete_ends_the_run(session: Session,
@@ -56,7 +51,7 @@ def test_non_answers_get_reminders_and_complete_ends_the_run(session: Session,
     shell_result = next(m for m in result.messages if m.tool == "shell")
     assert "hello" in shell_result.content
     last = result.messages[-1]
-    assert (last.tool, last.metadata.get("complete"), last.content) == (
+    assert (last.tool, last.completes, last.content) == (
         "complete", True, "Printed hello with the shell.")
 
 
@@ -105,7 +100,8 @@ def test_a_near_miss_gets_its_feedback_not_a_reminder(session: Session,
                        autonomous=True)
     assert result.outcome is Outcome.DONE
     assert reminders(result.messages) == []
-    assert any("near_miss" in m.metadata for m in result.messages)
+    assert any(isinstance(m.note, CannotRun) and m.note.near_misses
+               for m in result.messages)
 
 
 def test_the_step_limit_still_ends_an_autonomous_run(session: Session, tmp_path: Path) -> None:

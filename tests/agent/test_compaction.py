@@ -17,14 +17,14 @@ import pytest
 from fencecall import Agent, AgentSettings, Outcome, Session, Toolchain, auto_yes
 from fencecall.accounting import ServerCounter
 from fencecall.accounting.tokens import server_root
-from fencecall.agent.context import MARKER, SUMMARY_REQUEST, ContextOverflow, is_compaction, view
+from fencecall.agent.context import SUMMARY_REQUEST, ContextOverflow, is_compaction, view
 from fencecall.agent.conversation import Conversation
-from fencecall.message import Message
+from fencecall.message import Compacted, Message
 from fencecall.providers.openai_provider import OpenAIProvider
 
 from ..fakeserver import FakeModelServer, Reply, Served, dense_tokens
+from ..support import F
 
-F = "```"
 TASK = "Print the numbers in chunks with seq, one chunk a step. Rule: never use python."
 WINDOW = 4096
 SUMMARY = "Summary: the task is to print numbers with seq, never python; {n} chunks printed."
@@ -120,7 +120,7 @@ def test_a_long_session_stays_in_the_window_and_keeps_its_prefix(tmp_path: Path)
     # the log keeps every original message; the compaction says what it replaced
     log = Conversation(tmp_path / "log")
     assert sum(m.role == "assistant" for m in log.messages) == steps + 1
-    assert markers[-1].metadata[MARKER]["mode"] == "summary"
+    assert isinstance(markers[-1].note, Compacted) and markers[-1].note.mode == "summary"
     assert markers[-1].reply is not None and markers[-1].reply.usage is not None
     assert view(log.messages) == view(agent.conversation.messages)
     # every request is in the log, summaries included (replies cut at their first call are
@@ -137,7 +137,7 @@ def test_without_a_summary_the_older_exchanges_are_left_out_with_a_note(
     assert agent.outcome is Outcome.DONE  # type: ignore[attr-defined]
     assert server.over_window == []
     markers = [m for m in agent.conversation.messages if is_compaction(m)]
-    assert markers and all(m.metadata[MARKER]["mode"] == "drop" for m in markers)
+    assert markers and all(isinstance(m.note, Compacted) and m.note.mode == "drop" for m in markers)
     assert "earlier messages were left out" in markers[0].content
 
 
@@ -146,7 +146,7 @@ def test_an_empty_summary_is_left_out_but_its_cost_is_logged(tmp_path: Path) -> 
                          tokenizer=dense_tokens, window=WINDOW) as server:
         agent = run(tmp_path, server, 14)
     markers = [m for m in agent.conversation.messages if is_compaction(m)]
-    assert markers and all(m.metadata[MARKER]["mode"] == "drop" for m in markers)
+    assert markers and all(isinstance(m.note, Compacted) and m.note.mode == "drop" for m in markers)
     assert any(_is_summary(r) for r in server.requests)
     assert abs(_logged(agent) - server.billed()) <= server.billed() // 100
 
@@ -212,11 +212,11 @@ def test_the_view_of_a_log_replaces_what_a_compaction_covers() -> None:
     exchanges = [Message("assistant", f"reply {i}") if i % 2 == 0
                  else Message("system", f"result {i}") for i in range(6)]
     marker = Message("system", "[Summary of 4 earlier messages] s",
-                     metadata={MARKER: {"kept": 2, "replaced": 4, "mode": "summary"}})
+                     note=Compacted(kept=2, replaced=4, mode="summary"))
     later = Message("assistant", "later")
     assert view([task, *exchanges, marker, later]) == (task, marker, *exchanges[4:], later)
     assert view([task, *exchanges]) == (task, *exchanges)
-    claims_more = Message("system", "s", metadata={MARKER: {"kept": 99, "replaced": 1}})
+    claims_more = Message("system", "s", note=Compacted(kept=99, replaced=1, mode="drop"))
     assert view([task, *exchanges[:2], claims_more]) == (task, claims_more, *exchanges[:2])
 
 

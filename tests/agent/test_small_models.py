@@ -3,7 +3,6 @@ a bound on replies that run nothing, loops cut, sampling settings, and a context
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,24 +13,19 @@ from fencecall.agent.prompt import system_prompt
 from fencecall.agent.repetition import RepetitionGuard
 from fencecall.config import Sampling
 from fencecall.execution import Session
-from fencecall.message import Message, Status
+from fencecall.message import CannotRun, Message, Status
 from fencecall.providers import ScriptedProvider
 
-from ..support import F, scripted_agent, tool_session
+from ..support import F, scripted_agent
 
 TOOLS = ["shell", "ipython", "save", "append"]
 
-
-@pytest.fixture
-def session(workspace: Path) -> Iterator[Session]:
-    with tool_session(workspace, TOOLS, sandbox="off") as made:
-        yield made
-
-
+pytestmark = pytest.mark.session(TOOLS, sandbox="off")
 
 
 def feedback_of(agent: Agent) -> list[str]:
-    return [m.content for m in agent.conversation.messages if "near_miss" in m.metadata]
+    return [m.content for m in agent.conversation.messages
+            if isinstance(m.note, CannotRun) and m.note.near_misses]
 
 
 @pytest.mark.parametrize(("reply", "kind", "fix"), [
@@ -78,7 +72,7 @@ def test_a_near_miss_gets_feedback_and_the_loop_goes_on(session: Session,
     [said] = feedback_of(agent)
     assert "no tool answers to 'python'" in said and f"{F}ipython" in said
     assert any("42" in m.content for m in agent.conversation.messages if m.role == "system"
-               and "near_miss" not in m.metadata)
+               and not isinstance(m.note, CannotRun))
 
 
 def test_stray_words_after_a_tool_name_are_told_as_an_invalid_call(session: Session,

@@ -278,7 +278,7 @@ def test_the_copy_keeps_everything_but_the_content(outputs: Path) -> None:
                     timed_out=False).tagged("call-7", "shell")
     result = Message(result.role, result.content, result.call_id, result.timestamp,
                      result.metadata, result.tool, result.status, result.exit_code,
-                     CallRecord("shell", "error", 1.5, "Exit", 2))
+                     CallRecord("shell", Status.ERROR, 1.5, "Exit", 2))
     spilled = spill(result, outputs, 300, Estimate())
     assert spilled.content != result.content
     assert (spilled.role, spilled.call_id, spilled.timestamp, spilled.tool, spilled.status,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from decimal import Decimal
 
 from fencecall.agent.stats import collect
-from fencecall.message import CallRecord, Message, ReplyRecord, Usage
+from fencecall.message import CallRecord, Message, ReplyRecord, Status, Usage
 
 
 def result(tool: str, outcome: str, duration: float) -> Message:
-    return Message("system", "…", tool=tool, call=CallRecord(tool, outcome, duration))
+    status = None if outcome == "ok" else Status(outcome)
+    return Message("system", "…", tool=tool, call=CallRecord(tool, status, duration))
 
 
 def reply(model: str, provider: str, url: str | None, **usage: int) -> Message:

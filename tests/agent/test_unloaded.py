@@ -4,7 +4,6 @@ toward the feedback limit; a plain code block (```json) is told nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,27 +12,23 @@ import pytest
 from fencecall.agent import Agent, AgentSettings, Outcome
 from fencecall.agent.feedback import reply_feedback
 from fencecall.execution import Session, auto_yes
+from fencecall.message import CannotRun
 from fencecall.parsing import MARKDOWN
 from fencecall.providers.openai_provider import OpenAIProvider
 from fencecall.tools import Toolchain
 from fencecall.tools.builtin import complete
 
 from ..fakeserver import FakeModelServer, Reply
-from ..support import F, scripted_agent, tool_session
+from ..support import F, scripted_agent
 
 LOADED = ["read", "save"]
 
-
-@pytest.fixture
-def session(workspace: Path) -> Iterator[Session]:
-    with tool_session(workspace, LOADED, sandbox="off") as made:
-        yield made
-
-
+pytestmark = pytest.mark.session(LOADED, sandbox="off")
 
 
 def told(agent: Agent) -> list[str]:
-    return [m.content for m in agent.conversation.messages if "unloaded" in m.metadata]
+    return [m.content for m in agent.conversation.messages
+            if isinstance(m.note, CannotRun) and m.note.unloaded]
 
 
 def test_the_next_request_names_the_tool_and_the_loaded_ones(session: Session) -> None:
@@ -59,7 +54,7 @@ def test_the_next_request_names_the_tool_and_the_loaded_ones(session: Session) -
 def test_each_tag_of_a_tool_not_loaded_is_known(session: Session, block: str, tool: str,
                                                 written: str) -> None:
     said = reply_feedback(f"Here:\n{block}\n", MARKDOWN, session.toolchain, misses=True)
-    assert said is not None and said.metadata["unloaded"] == [tool]
+    assert said is not None and said.note == CannotRun(unloaded=(tool,))
     assert f"The {tool} tool is not loaded in this run, so {written} did not run." \
         in said.content
 
@@ -108,8 +103,7 @@ def test_near_misses_and_tools_not_loaded_share_one_message(workspace: Path,
         agent, _ = scripted_agent(session, tmp_path,
                                   f"{F}python\nprint(1)\n{F}\n{F}shell\nls\n{F}\n", "Done.")
     [said] = [m for m in agent.conversation.messages if m.role == "system"]
-    assert said.metadata["near_miss"] == ["language-tag"]
-    assert said.metadata["unloaded"] == ["shell"]
+    assert said.note == CannotRun(near_misses=("language-tag",), unloaded=("shell",))
     assert "The shell tool is not loaded" in said.content and f"{F}ipython" in said.content
 
 

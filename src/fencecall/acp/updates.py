@@ -23,11 +23,11 @@ from acp.schema import ToolCallLocation, ToolKind
 from ..agent import AgentEvent, CallsFound, ReplyDone, ReplyText, Retrying, StepLimit, ToolResult
 from ..cli.visible import clipped, one_line, visible
 from ..execution import Session, resolve
-from ..message import Message
+from ..message import CannotRun, Message
 from ..parsing import ToolCall
 from ..tools import ToolInvocation
-from ..tools.builtin.files import read_text, target
-from ..tools.events import ToolPreExecute
+from ..tools.builtin.file_write import read_text, target
+from ..tools.hook_points import ToolPreExecute
 from .text import Kind, ThinkingSplitter, fenced
 
 Update = Any
@@ -170,7 +170,8 @@ class Reporter:
             locations=locations_of(use.tool, call, self._session.workspace)))
 
     def _result(self, message: Message) -> None:
-        if not self._calls or "diagnostic" in message.metadata:
+        if not self._calls or (isinstance(message.note, CannotRun)
+                                and message.note.malformed is not None):
             self.say(f"\n\n{fenced(message.content)}\n\n")
             return
         call = self._calls[0]

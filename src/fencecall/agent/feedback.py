@@ -9,10 +9,8 @@ its feedback limit, as it counts a near miss.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..execution.unloaded import notice, unloaded_blocks
-from ..message import Message, Status, system
+from ..message import CannotRun, Message, Status, system
 from ..parsing import CallFormat
 from ..tools import Toolchain
 from .near_miss import near_misses
@@ -30,9 +28,6 @@ def reply_feedback(text: str, fmt: CallFormat, toolchain: Toolchain, *,
         return None
     parts = [notice(blocks, text, toolchain)] if blocks else []
     parts += [miss.message() for miss in found]
-    metadata: dict[str, Any] = {}
-    if found:
-        metadata["near_miss"] = [miss.kind for miss in found]
-    if blocks:
-        metadata["unloaded"] = list(dict.fromkeys(spec.name for _, spec in blocks))
-    return system("\n\n".join([*parts, EXAMPLE]), Status.ERROR, **metadata)
+    note = CannotRun(near_misses=tuple(miss.kind for miss in found),
+                     unloaded=tuple(dict.fromkeys(spec.name for _, spec in blocks)))
+    return system("\n\n".join([*parts, EXAMPLE]), Status.ERROR, note=note)

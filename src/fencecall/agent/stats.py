@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from ..accounting import Price, Pricing
-from ..message import CallRecord, Message, ReplyRecord
+from ..message import CallRecord, JobEnded, Message, ReplyRecord, Status
 
-DENIED = frozenset({"blocked", "declined"})
-FAILED = frozenset({"error", "interrupted"})
+DENIED = frozenset({Status.BLOCKED, Status.DECLINED})
+FAILED = frozenset({Status.ERROR, Status.INTERRUPTED})
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
@@ -114,8 +114,11 @@ def collect(conversations: Iterable[Sequence[Message]],
 def _follow_jobs(message: Message, started: set[int], fates: dict[int, str]) -> None:
     """Note a job the message started (a shell result's ``job``) or the end it reports (a
     jobs result's or an end notice's ``job_state``)."""
+    if isinstance(message.note, JobEnded):
+        fates[message.note.job] = message.note.state
+        return
     metadata = message.metadata
-    job = metadata.get("job", metadata.get("job_ended"))
+    job = metadata.get("job")
     if not isinstance(job, int) or isinstance(job, bool):
         return
     state = metadata.get("job_state")
@@ -128,9 +131,9 @@ def _follow_jobs(message: Message, started: set[int], fates: dict[int, str]) -> 
 def _count_call(stats: Stats, call: CallRecord) -> None:
     entry = stats.tools.setdefault(call.tool, ToolStats())
     entry.calls += 1
-    entry.failures += call.outcome in FAILED
-    entry.denials += call.outcome in DENIED
-    if call.outcome not in DENIED:
+    entry.failures += call.status in FAILED
+    entry.denials += call.status in DENIED
+    if call.status not in DENIED:
         entry.durations.append(call.duration_s)
 
 

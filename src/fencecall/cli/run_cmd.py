@@ -14,11 +14,11 @@ from typing import Any
 from rich.console import Console
 
 from .. import telemetry
-from ..assembly import resolve, tool_session
+from ..assembly import resolve_settings, tool_session
 from ..config import load_config
 from ..log_records import to_record
-from ..message import Message, Status
-from .confirm import choose_confirm
+from ..message import CannotRun, Message, Status
+from .confirm_prompt import choose_confirm
 from .inputs import read_text
 from .options import overrides_of
 from .visible import json_visible, visible_text, warn
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_config()
     confirm = choose_confirm(console, yes=args.yes)
     results: list[Message] = []
-    settings = resolve(config, overrides_of(args))
+    settings = resolve_settings(config, overrides_of(args))
     with telemetry.using(telemetry.from_settings(config.telemetry,
                                                  content=config.telemetry_content)), \
             tool_session(settings, config, confirm=confirm, warn=warn) as session:
@@ -53,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         console.print("No tool calls found.")
     if any(m.status is Status.DECLINED for m in results) and not args.yes:
         console.print("Some calls needed confirmation and were declined; pass -y to allow them.")
-    unloaded = sorted({tool for m in results for tool in m.metadata.get("unloaded", ())})
+    unloaded = sorted({tool for m in results if isinstance(m.note, CannotRun)
+                       for tool in m.note.unloaded})
     if unloaded:
         console.print(visible_text(f"Not run: calls of tools this run did not load "
                                    f"({', '.join(unloaded)}); name them in --tools to run them."))

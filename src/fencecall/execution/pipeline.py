@@ -23,10 +23,10 @@ from typing import Protocol
 
 from .. import telemetry
 from ..errors import ToolError
-from ..message import CallRecord, Message, Status, safe_text, system
+from ..message import CallRecord, CannotRun, Completion, Message, Status, safe_text, system
 from ..parsing import Diagnostic, ToolCall
 from ..tools import Toolchain, ToolContext, ToolInvocation, ToolSpec
-from ..tools.events import (
+from ..tools.hook_points import (
     MESSAGE_POST_PROCESS,
     MESSAGE_PRE_PROCESS,
     TOOL_POST_EXECUTE,
@@ -40,7 +40,7 @@ from ..tools.spec import ExecuteResult
 from .unloaded import line_of, not_loaded, notice
 
 
-class Runner(ToolContext, Protocol):
+class CallRunner(ToolContext, Protocol):
     """What the pipeline needs: a tool context that also holds the loaded tools and knows
     which secrets to take out of results."""
 
@@ -79,7 +79,7 @@ def resolve(call: ToolCall, toolchain: Toolchain) -> ToolUse | None:
     return ToolUse(call, toolchain.get(call.name))
 
 
-def execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
+def execute_calls(session: CallRunner, message: Message, calls: Iterable[ToolCall],
                   diagnostics: Iterable[Diagnostic] = (),
                   history: Sequence[Message] = ()) -> Iterator[Message]:
     """Run ``calls``, which ``message`` made, through hooks and confirmation, in order.
@@ -96,7 +96,7 @@ def execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
         yield replace(result, content=safe_text(session.redact(result.content)))
 
 
-def _execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
+def _execute_calls(session: CallRunner, message: Message, calls: Iterable[ToolCall],
                    diagnostics: Iterable[Diagnostic],
                    history: tuple[Message, ...]) -> Iterator[Message]:
     calls = list(calls)
@@ -138,7 +138,7 @@ def _execute_calls(session: Runner, message: Message, calls: Iterable[ToolCall],
     yield from post.messages
 
 
-def _concerns_a_tool(diagnostic: Diagnostic, session: Runner) -> bool:
+def _concerns_a_tool(diagnostic: Diagnostic, session: CallRunner) -> bool:
     """An unclosed code block matters only if its langtag names a tool; the rest always do.
     (A block inside another that ran went to that tool as its text: see ``ran`` above.)"""
     if not diagnostic.codeblock or diagnostic.name is None:
@@ -148,7 +148,7 @@ def _concerns_a_tool(diagnostic: Diagnostic, session: Runner) -> bool:
 
 def _diagnostic_message(diagnostic: Diagnostic) -> tuple[int, Message]:
     return diagnostic.start, system(diagnostic.message, Status.ERROR,
-                                    diagnostic=diagnostic.kind)
+                                    note=CannotRun(malformed=diagnostic.kind))
 
 
 def _unloaded_answers(calls: list[ToolCall], message: Message,
@@ -158,7 +158,8 @@ def _unloaded_answers(calls: list[ToolCall], message: Message,
     for call in calls:
         if call.is_codeblock and (spec := not_loaded(call, toolchain)) is not None:
             answer = system(notice([(call, spec)], message.content, toolchain), Status.ERROR,
-                            unloaded=[spec.name], line=line_of(call, message.content))
+                            note=CannotRun(unloaded=(spec.name,),
+                                           line=line_of(call, message.content)))
             yield call.start, _recorded(answer.tagged(call.call_id, spec.name))
 
 
@@ -174,7 +175,7 @@ def _answer_each(uses: list[ToolUse], text: str, status: Status) -> list[Message
     return [_recorded(answer) for answer in answers]
 
 
-def _execute(session: Runner, use: ToolUse, history: tuple[Message, ...]) -> Iterator[Message]:
+def _execute(session: CallRunner, use: ToolUse, history: tuple[Message, ...]) -> Iterator[Message]:
     """Run one call; its results are tagged with its call id and tool, and its last result
     carries the call's record: how long it took, how it ended and, if it failed, why
     (each message is held back until the next, so the last can be known)."""
@@ -186,19 +187,23 @@ def _execute(session: Runner, use: ToolUse, history: tuple[Message, ...]) -> Ite
         fmt=use.call.format, langtag=use.call.name if use.call.is_codeblock else None,
         arguments=session.redact(_written(use.call)) if content else None)
     held: Message | None = None
-    failure: Message | None = None
-    record = CallRecord(use.tool, "interrupted", 0.0, "GeneratorExit")
+    failure: tuple[int, Message] | None = None
+    raised = _Raised()
+    record = CallRecord(use.tool, Status.INTERRUPTED, 0.0, "GeneratorExit")
     try:
-        for message in _results(session, use, history):
+        for index, message in enumerate(_results(session, use, history, raised)):
             if held is not None:
                 yield held
             held = message.tagged(use.call.call_id, use.tool)
             if failure is None and held.failed:
-                failure = held
-        record = CallRecord(use.tool, "ok", 0.0)
+                failure = index, held
+        record = CallRecord(use.tool, None, 0.0)
         if held is not None:
-            record = call_record(held, time.monotonic() - started, failure)
-            yield replace(held, call=record)
+            error_type = raised.name if failure and failure[0] == raised.at else None
+            record = call_record(held, time.monotonic() - started,
+                                 failure and failure[1], error_type)
+            ends = use.spec is not None and use.spec.ends_run and failure is None
+            yield replace(held, call=record, note=Completion() if ends else held.note)
     finally:  # also when the caller stops early: the span covers what really ran
         result = session.redact(held.content) if content and held is not None else None
         run.end(record.outcome, record.error_type, result)
@@ -216,23 +221,33 @@ def _recorded(result: Message) -> Message:
     return replace(result, call=call_record(result, 0.0))
 
 
-def call_record(last: Message, duration: float, failure: Message | None = None) -> CallRecord:
+@dataclass(slots=True)
+class _Raised:
+    """The exception a tool raised: its name, and which of the call's results reports it."""
+
+    name: str | None = None
+    at: int | None = None
+
+
+def call_record(last: Message, duration: float, failure: Message | None = None,
+                error_type: str | None = None) -> CallRecord:
     """What the log keeps of a call whose last result is ``last``: how long it took, how it
     ended (``ok`` or the status of its first failed result, ``failure``) and, for failures,
-    a low-cardinality ``error_type`` (an exception's name, else the status)."""
+    a low-cardinality ``error_type`` (the name of the exception it reports, else the
+    status)."""
     decisive = failure or last
     status = decisive.status
     return CallRecord(
-        last.tool or "(unknown)", status.value if status else "ok", round(duration, 4),
-        None if status is None else str(decisive.metadata.get("exception") or status.value),
-        last.exit_code)
+        last.tool or "(unknown)", status, round(duration, 4),
+        None if status is None else error_type or status.value, last.exit_code)
 
 
-def _results(session: Runner, use: ToolUse, history: tuple[Message, ...]) -> Iterator[Message]:
+def _results(session: CallRunner, use: ToolUse, history: tuple[Message, ...],
+             raised: _Raised) -> Iterator[Message]:
     spec = use.spec
     if spec is None and (missing := not_loaded(use.call, session.toolchain)) is not None:
         yield system(notice([(use.call, missing)], "", session.toolchain), Status.ERROR,
-                     unloaded=[missing.name])
+                     note=CannotRun(unloaded=(missing.name,)))
         return
     if spec is None:
         known = ", ".join(session.toolchain.names()) or "none"
@@ -269,7 +284,8 @@ def _results(session: Runner, use: ToolUse, history: tuple[Message, ...]) -> Ite
     except Exception as err:
         error = err
         message = system(f"Error while running {spec.name}: {type(err).__name__}: {err}",
-                         Status.ERROR, exception=type(err).__name__)
+                         Status.ERROR)
+        raised.name, raised.at = type(err).__name__, len(results)
         results.append(message)
         yield message
     post = session.hooks.run(TOOL_POST_EXECUTE, ToolPostExecute(
