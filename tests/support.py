@@ -16,8 +16,8 @@ import pytest
 from fencecall.agent import Agent, AgentSettings, Conversation, Outcome
 from fencecall.execution import Session, auto_yes
 from fencecall.providers import ScriptedProvider, ScriptedReply
+from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy, sandbox_support
 from fencecall.tools import ConfirmFunc, Toolchain
-from fencecall.tools.runtime.sandbox import Sandbox, SandboxPolicy, sandbox_support
 
 F = "```"
 """A markdown fence, named so that replies written as f-strings stay readable."""

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,18 +16,13 @@ from fencecall.execution import Session
 from fencecall.message import Outcome, Usage
 from fencecall.providers.openai_provider import OpenAIProvider
 from tests.fakeserver import FakeModelServer, Reply
-from tests.support import tool_session
 
 TASK = "Write the report."
 HUGE = " ".join(f"w{i}" for i in range(60_000))[:400_000]
 """400,000 characters that never repeat (so no loop guard stops them first)."""
 PATHS = pytest.mark.parametrize("asynchronous", [False, True], ids=["send", "asend"])
 
-
-@pytest.fixture
-def session(workspace: Path) -> Iterator[Session]:
-    with tool_session(workspace, ["shell", "save"]) as session:
-        yield session
+pytestmark = pytest.mark.session(["shell", "save"])
 
 
 def _agent(server: FakeModelServer, session: Session, budget: int, max_tokens: int) -> Agent:

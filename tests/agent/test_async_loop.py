@@ -21,7 +21,8 @@ from fencecall.providers.openai_provider import OpenAIProvider
 from fencecall.tools import Toolchain
 from tests.fakeserver import FakeModelServer, Reply
 
-F = "```"
+from ..support import F
+
 MARKDOWN = AgentSettings(fmt="markdown")
 SCRIPT = [f"Look:\n{F}shell\necho hi > a.txt\n{F}\n", f"{F}save b.txt\nbee\n{F}\n",
           "All done."]

@@ -5,7 +5,6 @@ The providers' own wire code is tested over real HTTP in tests/cli and tests/pro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,12 +19,12 @@ from fencecall.agent import (
     ReplyText,
     ToolResult,
 )
-from fencecall.agent.loop import EventSink
-from fencecall.execution import Session, auto_yes
+from fencecall.agent.events import EventSink
+from fencecall.execution import Session
 from fencecall.message import Status
 from fencecall.providers import NativeCall, ScriptedProvider, ScriptedReply
-from fencecall.tools import Block, Toolchain
-from fencecall.tools.events import (
+from fencecall.tools import Block
+from fencecall.tools.hook_points import (
     MESSAGE_POST_PROCESS,
     MESSAGE_PRE_PROCESS,
     TOOL_PRE_EXECUTE,
@@ -34,17 +33,10 @@ from fencecall.tools.events import (
     ToolPreExecute,
 )
 
-F = "```"
+from ..support import F, tool_session
 
-
-def make_session(workspace: Path) -> Session:
-    return Session(Toolchain.build(["shell", "save"]), workspace=workspace, confirm=auto_yes)
-
-
-@pytest.fixture
-def session(workspace: Path) -> Iterator[Session]:
-    with make_session(workspace) as session:
-        yield session
+TOOLS = ["shell", "save"]
+pytestmark = pytest.mark.session(TOOLS)
 
 
 def agent_for(provider: ScriptedProvider, session: Session, tmp_path: Path, *,
@@ -100,7 +92,7 @@ def test_message_hooks_fire_in_a_chat(workspace: Path, tmp_path: Path) -> None:
         post.append((data.message.content, len(data.results)))
         return "post-hook note"
 
-    with make_session(workspace) as session:
+    with tool_session(workspace, TOOLS) as session:
         session.hooks.add(MESSAGE_PRE_PROCESS, before)
         session.hooks.add(MESSAGE_POST_PROCESS, after)
         provider = ScriptedProvider([f"Saving.\n{F}save a.txt\nhi\n{F}\n", "Done."])
@@ -116,7 +108,7 @@ def test_message_hooks_fire_in_a_chat(workspace: Path, tmp_path: Path) -> None:
 
 def test_a_blocking_message_hook_stops_the_calls_and_the_model_hears_why(
         workspace: Path, tmp_path: Path) -> None:
-    with make_session(workspace) as session:
+    with tool_session(workspace, TOOLS) as session:
         session.hooks.add(MESSAGE_PRE_PROCESS, _block_saves)
         provider = ScriptedProvider([f"{F}save a.txt\nhi\n{F}\n", "Understood."])
         agent = agent_for(provider, session, tmp_path, fmt="markdown")
@@ -136,7 +128,7 @@ def _send_streamed(text: str, workspace: Path,
     """Send one prompt whose reply is ``text`` in 4-character chunks: the first reply's end,
     the provider and the agent."""
     done: list[ReplyDone] = []
-    with make_session(workspace) as session:
+    with tool_session(workspace, TOOLS) as session:
         provider = ScriptedProvider([ScriptedReply(text, chunk_size=4), "ok"])
         agent = agent_for(provider, session, tmp_path, fmt="markdown",
                           on_event=lambda e: done.append(e) if isinstance(e, ReplyDone) else None)
@@ -171,7 +163,7 @@ def test_a_save_block_followed_by_prose_cuts_the_stream_at_its_fence(workspace: 
 
 def test_a_broken_call_is_told_to_the_model_and_the_loop_goes_on(workspace: Path,
                                                                   tmp_path: Path) -> None:
-    with make_session(workspace) as session:
+    with tool_session(workspace, TOOLS) as session:
         provider = ScriptedProvider([f"{F}shell\necho unfinished\n", "Sorry, I forgot the fence."])
         agent = agent_for(provider, session, tmp_path, fmt="markdown")
         agent.send("go")
@@ -187,7 +179,7 @@ def test_pre_execute_hooks_read_the_conversation_so_far(workspace: Path, tmp_pat
     def guard(data: ToolPreExecute) -> None:
         seen.append([m.content for m in data.history])
 
-    with make_session(workspace) as session:
+    with tool_session(workspace, TOOLS) as session:
         session.hooks.add(TOOL_PRE_EXECUTE, guard)
         provider = ScriptedProvider([f"{F}shell\necho hi\n{F}\n", "Done."])
         agent_for(provider, session, tmp_path, fmt="markdown").send("say hi")
