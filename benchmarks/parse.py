@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 
-from fencecall import StreamParser, parse_calls
+from fencecall import StreamParser
+from fencecall.parsing import parse_calls
 
 from .inputs import OPEN_MODEL_SHAPES, SHAPES, SIZES
 from .timing import compare, mb_per_s

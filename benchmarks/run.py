@@ -27,8 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fencecall import StreamParser, parse_calls
-from fencecall.parsing import compiled
+from fencecall import StreamParser
+from fencecall.parsing import compiled, parse_calls
 
 from . import gptme_adapter, sandbox, targets, tools
 from .inputs import SHAPES, SIZES, reply_ending_in_a_call
@@ -239,7 +239,7 @@ from benchmarks import gptme_adapter
 text = realistic_reply(10_000_000)
 parse = gptme_adapter.whole_parser("markdown") if sys.argv[1] == "gptme" else None
 if parse is None:
-    from fencecall import parse_calls
+    from fencecall.parsing import parse_calls
     parse = parse_calls
 tracemalloc.start()
 parse(text)

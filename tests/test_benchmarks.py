@@ -12,7 +12,8 @@ from benchmarks import file_access, gptme_adapter, long_session, real_replies, r
 from benchmarks.inputs import SHAPES, reply_ending_in_a_call
 from benchmarks.timing import compare
 
-from fencecall import StreamParser, Toolchain, parse_calls
+from fencecall import StreamParser, Toolchain
+from fencecall.parsing import parse_calls
 
 
 @pytest.mark.parametrize("fmt", sorted(SHAPES))

@@ -77,9 +77,9 @@ def test_a_log_written_by_release_0_1_still_loads_and_resumes(tmp_path: Path,
     saving, saved, _, shown = conversation.messages[1:5]
     assert saving.native_calls[0].name == "save" and saving.native_calls[0].id == "c1"
     assert saving.reply is not None and saving.reply.model == "m"
-    assert saved.call_id == "c1" and saved.call == CallRecord("save", "ok", 0.0011)
+    assert saved.call_id == "c1" and saved.call == CallRecord("save", None, 0.0011)
     assert shown.tool == "shell" and shown.exit_code == 0
-    assert shown.call == CallRecord("shell", "ok", 0.0087, exit_code=0)
+    assert shown.call == CallRecord("shell", None, 0.0087, exit_code=0)
     assert shown.metadata == {"timed_out": False}
     assert conversation.settings["format"] == "tool"
     provider = ScriptedProvider(["Still here."])

@@ -1,73 +1,71 @@
 """fencecall: an agent runtime in which a model's plain text is the tool call.
 
 The public face is flat: ``from fencecall import Agent, Session, Toolchain, parse``. Each name
-is imported on first use (PEP 562), so ``import fencecall`` (and the CLI's start) costs only
-what a program touches: parsing a reply never loads a provider's SDK.
+is written once, as one import line below: type checkers read it there, and
+:func:`__getattr__` imports it from the module that line names on its first use (PEP 562), so
+``import fencecall`` (and the CLI's start) costs only what a program touches: parsing a reply
+never loads a provider's SDK.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .agent import Agent, AgentSettings, Conversation, RunResult
-    from .config import Config, ConfigError, load_config
-    from .errors import ToolError, UserError
-    from .execution import Session, auto_no, auto_yes
-    from .message import (
-        CallRecord,
-        Message,
-        NativeCallRecord,
-        Outcome,
-        ReplyRecord,
-        Status,
-        Usage,
-    )
-    from .parsing import (
-        CallFormat,
-        Codeblock,
-        Diagnostic,
-        Parsed,
-        StreamParser,
-        ToolCall,
-        UnrepresentableCall,
-        get_format,
-        parse,
-        parse_calls,
-        parse_codeblocks,
-        render,
-    )
-    from .providers import Provider, ProviderError, ScriptedProvider, ScriptedReply, get_provider
-    from .tools import Parameter, Toolchain, ToolSpec
+if TYPE_CHECKING:  # the public face, one name a line (``X as X``: exported, for type checkers)
+    from .agent import Agent as Agent
+    from .agent import AgentSettings as AgentSettings
+    from .agent import Conversation as Conversation
+    from .agent import RunResult as RunResult
+    from .assembly import agent_from_config as agent_from_config
+    from .config import Config as Config
+    from .config import ConfigError as ConfigError
+    from .config import load_config as load_config
+    from .errors import ToolError as ToolError
+    from .errors import UserError as UserError
+    from .execution import Session as Session
+    from .execution import auto_no as auto_no
+    from .execution import auto_yes as auto_yes
+    from .message import CallRecord as CallRecord
+    from .message import Message as Message
+    from .message import NativeCallRecord as NativeCallRecord
+    from .message import Outcome as Outcome
+    from .message import ReplyRecord as ReplyRecord
+    from .message import Status as Status
+    from .message import Usage as Usage
+    from .parsing import CallFormat as CallFormat
+    from .parsing import Codeblock as Codeblock
+    from .parsing import Diagnostic as Diagnostic
+    from .parsing import Parsed as Parsed
+    from .parsing import StreamParser as StreamParser
+    from .parsing import ToolCall as ToolCall
+    from .parsing import UnrepresentableCall as UnrepresentableCall
+    from .parsing import get_format as get_format
+    from .parsing import parse as parse
+    from .parsing import parse_codeblocks as parse_codeblocks
+    from .parsing import render as render
+    from .providers import Provider as Provider
+    from .providers import ProviderError as ProviderError
+    from .providers import ScriptedProvider as ScriptedProvider
+    from .providers import ScriptedReply as ScriptedReply
+    from .providers import get_provider as get_provider
+    from .tools import Parameter as Parameter
+    from .tools import Toolchain as Toolchain
+    from .tools import ToolSpec as ToolSpec
 
 __version__ = "0.1.0"
 
-_HOMES = {
-    "agent": ("Agent", "AgentSettings", "Conversation", "RunResult"),
-    "config": ("Config", "ConfigError", "load_config"),
-    "errors": ("ToolError", "UserError"),
-    "execution": ("Session", "auto_no", "auto_yes"),
-    "message": ("CallRecord", "Message", "NativeCallRecord", "Outcome", "ReplyRecord", "Status",
-                "Usage"),
-    "parsing": ("CallFormat", "Codeblock", "Diagnostic", "Parsed", "StreamParser", "ToolCall",
-                "UnrepresentableCall", "get_format", "parse", "parse_calls", "parse_codeblocks",
-                "render"),
-    "providers": ("Provider", "ProviderError", "ScriptedProvider", "ScriptedReply",
-                  "get_provider"),
-    "tools": ("Parameter", "ToolSpec", "Toolchain"),
-}
-_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = [
-    "Agent", "AgentSettings", "CallFormat", "CallRecord", "Codeblock", "Config", "ConfigError",
-    "Conversation", "Diagnostic", "Message", "NativeCallRecord", "Outcome", "Parameter",
-    "Parsed", "Provider", "ProviderError", "ReplyRecord", "RunResult", "ScriptedProvider",
-    "ScriptedReply", "Session", "Status", "StreamParser", "ToolCall", "ToolError", "ToolSpec",
-    "Toolchain", "UnrepresentableCall", "Usage", "UserError", "__version__",
-    "auto_no", "auto_yes", "get_format", "get_provider", "load_config", "parse", "parse_calls",
-    "parse_codeblocks", "render",
-]
+def _public_names() -> dict[str, str]:
+    """Each public name and its home package, read from the import lines above."""
+    with open(__file__, encoding="utf-8") as source:
+        found = re.findall(r"^    from \.(\w+) import (\w+) as \2$", source.read(), re.M)
+    return {name: home for home, name in found}
+
+
+_MODULE_OF = _public_names()
+__all__ = [*_MODULE_OF, "__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fencecall import ToolCall, parse_calls
+from fencecall import ToolCall
+from fencecall.parsing import parse_calls
 
 from ..support import F
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fencecall import StreamParser, parse, parse_calls, parse_codeblocks
-from fencecall.parsing import FORMATS
+from fencecall import StreamParser, parse, parse_codeblocks
+from fencecall.parsing import FORMATS, parse_calls
 
 from ..support import in_linear_time
 

@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from fencecall import parse_calls
+from fencecall.parsing import parse_calls
 from fencecall.parsing.model import Codeblock, Diagnostic, ToolCall
 from fencecall.parsing.no_arguments import NO_ARGUMENTS
 
