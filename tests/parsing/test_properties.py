@@ -15,11 +15,10 @@ from fencecall import (
     StreamParser,
     ToolCall,
     UnrepresentableCall,
-    parse_calls,
     parse_codeblocks,
     render,
 )
-from fencecall.parsing import FORMATS
+from fencecall.parsing import FORMATS, parse_calls
 from fencecall.parsing.scanner import Scanner
 
 FORMAT_NAMES = list(FORMATS)
