@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypedDict, Unpack
+from typing import TypedDict, TypeVar, Unpack
 
 import pytest
 
@@ -17,7 +17,7 @@ from fencecall.agent import Agent, AgentSettings, Conversation, Outcome
 from fencecall.execution import Session, auto_yes
 from fencecall.providers import ScriptedProvider, ScriptedReply
 from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy, sandbox_support
-from fencecall.tools import ConfirmFunc, Toolchain
+from fencecall.tools import ConfirmFunc, ResourceKey, Toolchain
 
 F = "```"
 """A markdown fence, named so that replies written as f-strings stay readable."""
@@ -44,6 +44,17 @@ def tool_session(workspace: Path, tools: Sequence[str] | None = None, *,
     """A session of the built-in ``tools`` (all of them when None) in ``workspace``, confirming
     every call unless told otherwise, so a test runs tools without a prompt; use it in ``with``."""
     return Session(Toolchain.build(tools), workspace=workspace, confirm=confirm, **options)
+
+
+R = TypeVar("R")
+
+
+def made(session: Session, key: ResourceKey[R]) -> R:
+    """The resource ``key`` the session's tools made already (the test fails where none was)."""
+    def never() -> R:
+        raise AssertionError(f"the session has no {key.name} yet")
+
+    return session.resource(key, never)
 
 
 def scripted_agent(session: Session, folder: Path, *replies: str,

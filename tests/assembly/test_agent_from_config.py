@@ -12,6 +12,7 @@ from fencecall import agent_from_config, auto_yes
 from fencecall.agent import Outcome
 from fencecall.assembly import NoModel
 from fencecall.config import ConfigError
+from fencecall.tools import ResourceKey
 
 from ..fakeserver import FakeModelServer, Reply
 from ..support import F
@@ -41,7 +42,7 @@ def test_one_call_builds_a_configured_agent_that_runs_and_closes(tmp_path: Path)
     assert (tmp_path / "ws").is_dir() and session.workspace == (tmp_path / "ws").resolve()
     assert [request.body["max_tokens"] for request in server.requests] == [300, 300]
     with pytest.raises(RuntimeError, match="closed"):  # the session ended with the block
-        session.resource("probe", object)
+        session.resource(ResourceKey("probe"), object)
 
 
 def test_calls_that_need_a_yes_are_declined_unless_confirm_says_so(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from fencecall.tools import (
     Command,
     ConfirmRequest,
     HookRegistry,
+    ResourceKey,
     Toolchain,
     ToolError,
     ToolInvocation,
@@ -223,7 +224,8 @@ def test_message_hooks_and_session_lifecycle(toolchain: Toolchain, tmp_path: Pat
         def close(self) -> None:
             events.append("closed")
 
-    spec = ToolSpec("res", "x", execute=lambda inv: str(id(inv.context.resource("r", Resource))),
+    key: ResourceKey[Resource] = ResourceKey("r")
+    spec = ToolSpec("res", "x", execute=lambda inv: str(id(inv.context.resource(key, Resource))),
                     hooks=(), commands=(Command("hello", lambda s, arg: f"hi {arg}"),))
     chain = Toolchain((spec,))
     hooks = HookRegistry()

@@ -16,10 +16,11 @@ from fencecall.message import Message
 from fencecall.sandbox.bwrap import sandbox_support
 from fencecall.tools.runtime.job_manager import JobManager, JobView
 from fencecall.tools.runtime.shell_session import ShellSession
+from fencecall.tools.tool_context import SHELL
 
 from ..ports import free_port
 from ..processes import running
-from ..support import F, needs_bwrap, tool_session
+from ..support import F, made, needs_bwrap, tool_session
 
 SANDBOXES = [pytest.param("workspace-write", marks=needs_bwrap), "off"]
 
@@ -69,7 +70,7 @@ def test_a_read_only_run_reaches_a_jobs_port(workspace: Path) -> None:
     with tool_session(workspace, ["shell"], background_after=1.0) as session:
         port = free_port()
         assert "job 1" in call(session, shell(f"python3 -m http.server {port}")).content
-        shell_session = session.resource("shell", lambda: None)
+        shell_session = made(session, SHELL)
         assert isinstance(shell_session, ShellSession)
         result = shell_session.run(
             f"for i in $(seq 50); do exec 3<>/dev/tcp/127.0.0.1/{port} && break; "
@@ -268,7 +269,7 @@ def test_a_read_only_run_cannot_reach_the_shells_scratch_folder(workspace: Path)
     with tool_session(workspace, ["shell"], background_after=0.5) as session:
         call(session, shell("export KEPT=1"))
         call(session, shell("sleep 3120.1"))  # a job: the state before it is pending
-        shell_session = session.resource("shell", lambda: None)
+        shell_session = made(session, SHELL)
         assert isinstance(shell_session, ShellSession)
         folder = shell_session._dir
         result = shell_session.run(f"echo $KEPT; ls {folder}; touch {folder}/x.state",

@@ -12,8 +12,9 @@ from fencecall.execution import Session
 from fencecall.sandbox.processes import live_processes
 from fencecall.tools.runtime.shell_policy import is_read_only
 from fencecall.tools.runtime.shell_session import ShellSession
+from fencecall.tools.tool_context import SHELL
 
-from ..support import F, tool_session
+from ..support import F, made, tool_session
 from .conftest import Run
 
 
@@ -49,7 +50,7 @@ def test_timeout_kills_the_whole_process_group(run: Run, session: Session,
     assert time.monotonic() - started < 10
     assert "Timed out after 1 s" in result.content
     assert result.metadata["timed_out"] is True
-    assert session.resource("shell", lambda: None)._children() == []  # type: ignore[attr-defined]
+    assert made(session, SHELL)._children() == []
     time.sleep(3.5)
     assert not marker.exists()
     [after] = run(shell("echo still here"))

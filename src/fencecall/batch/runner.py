@@ -52,7 +52,7 @@ from ..providers import (
 )
 from ..sandbox import Sandbox, choose_sandbox
 from ..secrecy import tool_environment
-from ..tools import Block, HookRegistry, Toolchain
+from ..tools import Block, HookRegistry, ResourceKey, Toolchain
 from ..tools.hook_points import TOOL_PRE_EXECUTE, ToolPreExecute
 from ..tools.mcp import McpServerConfig
 from .results import TaskResult, ToolCallRecord
@@ -212,7 +212,7 @@ class _StoppableSession(Session):
         self._stop = stop
         super().__init__(toolchain, **options)
 
-    def resource(self, key: str, factory: Callable[[], R]) -> R:
+    def resource(self, key: ResourceKey[R], factory: Callable[[], R]) -> R:
         value = super().resource(key, factory)
         self._stop.watch(value)
         return value

@@ -33,10 +33,18 @@ from ..sandbox import (
 )
 from ..sandbox.reaper import sweep_once
 from ..secrecy import Redactor, tool_environment
-from ..tools import ConfirmFunc, ConfirmRequest, HookRegistry, TextFiles, Toolchain
+from ..tools import (
+    ConfirmFunc,
+    ConfirmRequest,
+    HookRegistry,
+    ResourceKey,
+    TextFiles,
+    Toolchain,
+)
 from ..tools.hook_points import SESSION_END, SESSION_START, SessionEvent
 from ..tools.runtime.job_manager import JobManager, JobView
 from ..tools.runtime.output import DEFAULT_LIMIT as DEFAULT_OUTPUT_LIMIT
+from ..tools.tool_context import JOBS, PYTHON, SHELL
 
 if TYPE_CHECKING:
     from ..tools.mcp.servers import McpServers
@@ -103,7 +111,7 @@ class Session:
         self.redact = Redactor(self._secrets)
         self.mcp_servers = mcp_servers
         self._editor: TextFiles | None = None
-        self._resources: dict[str, Any] = {}
+        self._resources: dict[ResourceKey[Any], Any] = {}
         self._lock = threading.RLock()
         self._closed = False
         for spec in toolchain.tools:
@@ -150,9 +158,7 @@ class Session:
         if self._editor is None:
             return None
         with self._lock:
-            jobs: JobManager | None = self._resources.get("jobs")
-            interpreter = self._resources.get("python")
-            shell = self._resources.get("shell")
+            jobs, interpreter, shell = self._found(JOBS), self._found(PYTHON), self._found(SHELL)
         if jobs is not None and jobs.counts()["running"]:
             return None
         if interpreter is not None and interpreter.alive():
@@ -164,7 +170,7 @@ class Session:
     @property
     def jobs(self) -> JobManager:
         """The background jobs of the conversation (made on first use)."""
-        return self.resource("jobs", lambda: JobManager(
+        return self.resource(JOBS, lambda: JobManager(
             self._jobs_folder, output_limit=self._output_limit,
             disk_limit=self._sandbox.limits.output,
             max_jobs=self._max_jobs, background_after=self._background_after))
@@ -194,13 +200,13 @@ class Session:
     def job_notices(self) -> list[JobView]:
         """The jobs that ended since the model last heard of them (each once)."""
         with self._lock:
-            jobs: JobManager | None = self._resources.get("jobs")
+            jobs = self._found(JOBS)
         return [] if jobs is None else jobs.notices()
 
     def stop_jobs(self) -> list[int]:
         """End every running job (a time limit ends them); their ids."""
         with self._lock:
-            jobs: JobManager | None = self._resources.get("jobs")
+            jobs = self._found(JOBS)
         return [] if jobs is None else jobs.stop_all()
 
     @property
@@ -243,7 +249,7 @@ class Session:
     def time_left(self) -> float | None:
         return None if self._deadline is None else max(0.0, self._deadline - time.monotonic())
 
-    def resource(self, key: str, factory: Callable[[], R]) -> R:
+    def resource(self, key: ResourceKey[R], factory: Callable[[], R]) -> R:
         """The session's resource ``key``, created by ``factory`` on first use."""
         with self._lock:
             if self._closed:
@@ -252,6 +258,11 @@ class Session:
                 self._resources[key] = factory()
             value: R = self._resources[key]
             return value
+
+    def _found(self, key: ResourceKey[R]) -> R | None:
+        """The resource ``key`` where it was made (hold the lock)."""
+        value: R | None = self._resources.get(key)
+        return value
 
     # -- running calls -------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
 from .parameters import ArgumentError, Parameter
 from .registry import Toolchain, UnknownToolError
 from .spec import Command, Example, ToolInvocation, ToolSpec, render_call
-from .tool_context import ConfirmFunc, ConfirmRequest, TextFiles, ToolContext
+from .tool_context import ConfirmFunc, ConfirmRequest, ResourceKey, TextFiles, ToolContext
 
 __all__ = [
     "ArgumentError",
@@ -24,6 +24,7 @@ __all__ = [
     "HookPoint",
     "HookRegistry",
     "Parameter",
+    "ResourceKey",
     "TextFiles",
     "ToolContext",
     "ToolError",

@@ -9,14 +9,35 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..parsing import ToolCall
 from ..sandbox import Sandbox
 from .hooks import HookRegistry
 from .runtime.job_manager import JobManager
 
+if TYPE_CHECKING:
+    from .runtime.python_session import PythonSession
+    from .runtime.shell_session import ShellSession
+
 R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceKey(Generic[R]):
+    """Names a resource a session keeps for its tools (a shell, an interpreter, an MCP
+    server's connection), made on first use and closed with the session; its type parameter
+    says what the resource is, so what a lookup gives back is typed."""
+
+    name: str
+
+
+SHELL: ResourceKey[ShellSession] = ResourceKey("shell")
+"""The persistent shell the shell tool runs commands in."""
+PYTHON: ResourceKey[PythonSession] = ResourceKey("python")
+"""The interpreter the ipython tool runs code in."""
+JOBS: ResourceKey[JobManager] = ResourceKey("jobs")
+"""The background jobs of the conversation."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +112,7 @@ class ToolContext(Protocol):
         """Ask the user; False means do not do it."""
         ...
 
-    def resource(self, key: str, factory: Callable[[], R]) -> R:
+    def resource(self, key: ResourceKey[R], factory: Callable[[], R]) -> R:
         """The session's resource ``key`` (a shell, an interpreter), made on first use and
         closed with the session."""
         ...

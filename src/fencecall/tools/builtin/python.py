@@ -10,6 +10,7 @@ from ...sandbox import ResourceLimits
 from ..parameters import Parameter
 from ..runtime.output import fenced
 from ..spec import Example, ToolInvocation, ToolSpec
+from ..tool_context import PYTHON
 
 if TYPE_CHECKING:  # the interpreter's machinery is imported by the first python call
     from ..runtime.python_session import PythonResult
@@ -59,7 +60,7 @@ def execute_python(invocation: ToolInvocation) -> Message:
     from ..runtime.python_session import PythonSession
 
     interpreter = context.resource(
-        "python", lambda: PythonSession(context.workspace, context.functions(),
+        PYTHON, lambda: PythonSession(context.workspace, context.functions(),
                                         env=context.tool_env(), sandbox=context.sandbox,
                                         output_limit=context.output_limit))
     result = interpreter.run(code, timeout=timeout)

@@ -12,6 +12,7 @@ from ..runtime.output import fenced
 from ..runtime.shell_policy import is_read_only
 from ..runtime.shell_session import DISK_LIMIT, ShellResult, ShellSession
 from ..spec import Example, ToolInvocation, ToolSpec
+from ..tool_context import SHELL
 from .jobs import how_to_follow
 
 DEFAULT_TIMEOUT = 60
@@ -19,7 +20,7 @@ DEFAULT_TIMEOUT = 60
 
 def _shell(invocation: ToolInvocation) -> ShellSession:
     context = invocation.context
-    return context.resource("shell", lambda: ShellSession(
+    return context.resource(SHELL, lambda: ShellSession(
         context.workspace, env=context.tool_env(), output_limit=context.output_limit,
         sandbox=context.sandbox, jobs=context.jobs))
 

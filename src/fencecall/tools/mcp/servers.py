@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spec import ToolInvocation, ToolSpec
-from ..tool_context import ToolContext
+from ..tool_context import ResourceKey, ToolContext
 from .connection import McpConnection, McpServerError
 from .convert import spec_for
 from .declaration import McpServerConfig
@@ -127,10 +127,11 @@ class McpServers:
 
     def _set_tools(self, state: ServerState, tools: Sequence[Any], source: str) -> None:
         name = state.config.name
+        key: ResourceKey[SessionServer] = ResourceKey(f"mcp:{name}")
 
         def call_server(invocation: ToolInvocation, tool: str) -> Any:
             handle = invocation.context.resource(
-                f"mcp:{name}", lambda: SessionServer(self, name, invocation.context))
+                key, lambda: SessionServer(self, name, invocation.context))
             return handle.call(tool, invocation.kwargs)
 
         specs: dict[str, ToolSpec] = {}
