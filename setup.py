@@ -6,7 +6,7 @@ present; elsewhere, or with ``FENCECALL_PURE_PYTHON=1`` set, the same modules ru
 Python. Each build records the hash of every source it compiled
 (``src/fencecall/parsing/compiled_from.json``), so a source edited after the build (an
 editable install) runs as Python instead of as a stale extension (see
-``fencecall.parsing.compiled``).
+``fencecall.parsing._compiled``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 PARSING = Path("src/fencecall/parsing")
-COMPILED = ("strings", "model", "jsonscan", "syntax", "xmlcalls", "fences", "needles", "kept",
-            "state", "fast", "regions", "scanner")
+COMPILED = ("_strings", "model", "_jsonscan", "_syntax", "xmlcalls", "_fences", "_needles",
+            "_kept", "_state", "_fast", "_regions", "_scanner")
 """The hot modules, in the order they import one another."""
 RECORD = PARSING / "compiled_from.json"
 

@@ -14,7 +14,7 @@ output enters the history whole and the history grows to several times the windo
 for a summary, the model writes one; after the last step it answers.
 
 The same script runs under each policy, with the same window, reply size, budget
-(:attr:`~fencecall.agent.context.Window.budget`) and counter:
+(:attr:`~fencecall.agent._context.Window.budget`) and counter:
 
 - summary: fencecall's compaction (older exchanges replaced once by the model's summary);
 - drop: fencecall's compaction without a summary (older exchanges left out, with a note);
@@ -58,7 +58,7 @@ from tests.fakeserver import FakeModelServer, Reply, Served, dense_tokens
 from fencecall import Agent, AgentSettings, Session, Toolchain, auto_yes
 from fencecall.accounting import ServerCounter
 from fencecall.accounting.tokens import server_root
-from fencecall.agent.context import (
+from fencecall.agent._context import (
     SUMMARY_REQUEST,
     ContextOverflow,
     exchanges,
@@ -69,7 +69,7 @@ from fencecall.agent.conversation import Conversation
 from fencecall.config import Compaction
 from fencecall.message import Message
 from fencecall.providers import ChatRequest, ProviderError
-from fencecall.providers.openai_provider import OpenAIProvider
+from fencecall.providers._openai_provider import OpenAIProvider
 
 from .real_replies import _revision
 

@@ -15,7 +15,7 @@ both ``qwen3-coder`` and ``auto`` for SWE-agent's ``xml_function_calling``
 read) are loaded. The loop runs the first call that resolves to a use (a block whose langtag
 names a runnable tool; any named call, even of a tool the toolchain lacks, since it gets an
 answer); with none, it says the parser's diagnostics that concern a tool, and with none of
-those, the near-miss feedback (:func:`fencecall.agent.near_miss.near_misses`).
+those, the near-miss feedback (:func:`fencecall.agent._near_miss.near_misses`).
 
 Each reply gets one outcome; the seven add up to the replies:
 
@@ -84,9 +84,9 @@ from pathlib import Path
 from typing import Any
 
 from fencecall import Diagnostic, StreamParser, ToolCall, Toolchain, parse
-from fencecall.agent.near_miss import near_misses
-from fencecall.execution.pipeline import resolve
-from fencecall.parsing import compiled
+from fencecall.agent._near_miss import near_misses
+from fencecall.execution._pipeline import resolve
+from fencecall.parsing import _compiled as compiled
 
 from .timing import compare, mb_per_s
 

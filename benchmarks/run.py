@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from fencecall import StreamParser
-from fencecall.parsing import compiled, parse_calls
+from fencecall.parsing import _compiled as compiled
+from fencecall.parsing import parse_calls
 
 from . import gptme_adapter, sandbox, targets, tools
 from .inputs import SHAPES, SIZES, reply_ending_in_a_call

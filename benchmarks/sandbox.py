@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy, sandbox_support
+from fencecall.sandbox._bwrap import Sandbox, SandboxPolicy, sandbox_support
 from fencecall.tools.runtime.python_session import PythonSession
 from fencecall.tools.runtime.shell_session import ShellSession
 

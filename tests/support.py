@@ -16,7 +16,7 @@ import pytest
 from fencecall.agent import Agent, AgentSettings, Conversation, Outcome
 from fencecall.execution import Session, auto_yes
 from fencecall.providers import ScriptedProvider, ScriptedReply
-from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy, sandbox_support
+from fencecall.sandbox._bwrap import Sandbox, SandboxPolicy, sandbox_support
 from fencecall.tools import ConfirmFunc, ResourceKey, Toolchain
 
 F = "```"

@@ -101,7 +101,7 @@ def test_every_documented_setting_is_known(tmp_path: Path) -> None:
 
 def test_resource_limits_come_from_the_resources_table(tmp_path: Path) -> None:
     from fencecall.assembly import Overrides, environment
-    from fencecall.sandbox.resource_limits import ResourceLimits
+    from fencecall.sandbox._resource_limits import ResourceLimits
 
     config = load_config(env_for(tmp_path, "[resources]\nprocesses = 64\nmemory = 0\n"))
     assert config.resources == ResourceLimits(processes=64, memory=0)

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.batch.tasks import parse_tasks
+from fencecall.batch._tasks import parse_tasks
 from fencecall.config import load_config
 
 from .docs_runner import (

@@ -17,10 +17,10 @@ import fencecall.config as config_module
 from fencecall import defaults
 from fencecall.agent import AgentSettings
 from fencecall.assembly import Overrides, RunSettings, resolve_settings
-from fencecall.assembly.settings import PLAIN
+from fencecall.assembly._settings import PLAIN
 from fencecall.batch import BatchOptions
-from fencecall.batch.tasks import Task, TaskError, parse_tasks
-from fencecall.cli.arguments import build_parser
+from fencecall.batch._tasks import Task, TaskError, parse_tasks
+from fencecall.cli._arguments import build_parser
 from fencecall.cli.options import overrides_of
 from fencecall.config import (
     LIMIT_KEYS,

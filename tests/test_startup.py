@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from benchmarks import startup
 
-from fencecall.cli import arguments
+from fencecall.cli import _arguments as arguments
 from fencecall.parsing import FORMATS, MARKDOWN
 
 ROOT = Path(__file__).parent.parent
@@ -21,8 +21,8 @@ REPLY = ROOT / "examples" / "reply.md"
 HEAVY = ("openai", "anthropic", "mcp", "opentelemetry", "jsonschema", "prompt_toolkit")
 """Packages no command imports unless it uses them (a provider, MCP, telemetry, a tool's
 schema, the interactive prompt)."""
-NOT_FOR_HELP = (*HEAVY, "rich", "pygments", "fencecall.parsing.scanner",
-                "fencecall.parsing.formats.markdown", "fencecall.tools", "fencecall.config")
+NOT_FOR_HELP = (*HEAVY, "rich", "pygments", "fencecall.parsing._scanner",
+                "fencecall.parsing.formats._markdown", "fencecall.tools", "fencecall.config")
 """``--help`` builds the parser and prints it: no terminal rendering, parser or tools."""
 
 _MODULES_AFTER = """
@@ -74,7 +74,7 @@ def test_a_run_imports_no_provider_mcp_or_telemetry(tmp_path: Path) -> None:
         "from fencecall.cli.main import main\n"
         f"code = main(['run', '-y', '--workspace', {str(workspace)!r}, {str(REPLY)!r}])\n"
         "assert code == 0, code", tmp_path)
-    assert "fencecall.cli.run_cmd" in modules
+    assert "fencecall.cli._run_cmd" in modules
     assert _loaded(modules, ("openai", "anthropic", "mcp", "opentelemetry")) == []
     assert (workspace / "hello.py").exists()  # the calls did run
 
@@ -83,7 +83,7 @@ def test_listing_the_formats_loads_none_of_them(tmp_path: Path) -> None:
     modules = _modules_after(
         "from fencecall.parsing import FORMATS\nassert list(FORMATS)", tmp_path)
     assert [m for m in modules if m.startswith("fencecall.parsing.formats.")] == []
-    assert "fencecall.parsing.scanner" not in modules
+    assert "fencecall.parsing._scanner" not in modules
 
 
 def test_the_lazy_format_table_is_the_formats_themselves() -> None:

@@ -14,7 +14,7 @@ from fencecall.accounting import Limits, Pricing, Spend
 from fencecall.agent import Agent, AgentSettings
 from fencecall.execution import Session
 from fencecall.message import Outcome, Usage
-from fencecall.providers.openai_provider import OpenAIProvider
+from fencecall.providers._openai_provider import OpenAIProvider
 from tests.fakeserver import FakeModelServer, Reply
 
 TASK = "Write the report."

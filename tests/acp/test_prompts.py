@@ -6,7 +6,7 @@ from pathlib import Path
 
 import acp
 
-from fencecall.acp.updates import title_of
+from fencecall.acp._updates import title_of
 from fencecall.parsing import ToolCall
 
 from ..fakeserver import FakeModelServer, Reply

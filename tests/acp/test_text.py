@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fencecall.acp.text import ThinkingSplitter, fenced
+from fencecall.acp._text import ThinkingSplitter, fenced
 
 REPLY = "Sure.<think>weigh <b> it</think>Then <thinking>more</thinking> done <thi"
 

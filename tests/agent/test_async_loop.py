@@ -17,7 +17,7 @@ from fencecall.agent.offload import DaemonThreads
 from fencecall.execution import Session, auto_yes
 from fencecall.message import Outcome
 from fencecall.providers import ChatRequest, ScriptedProvider, StreamEvent, has_astream
-from fencecall.providers.openai_provider import OpenAIProvider
+from fencecall.providers._openai_provider import OpenAIProvider
 from fencecall.tools import Toolchain
 from tests.fakeserver import FakeModelServer, Reply
 

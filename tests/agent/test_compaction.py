@@ -17,10 +17,10 @@ import pytest
 from fencecall import Agent, AgentSettings, Outcome, Session, Toolchain, auto_yes
 from fencecall.accounting import ServerCounter
 from fencecall.accounting.tokens import server_root
-from fencecall.agent.context import SUMMARY_REQUEST, ContextOverflow, is_compaction, view
+from fencecall.agent._context import SUMMARY_REQUEST, ContextOverflow, is_compaction, view
 from fencecall.agent.conversation import Conversation
 from fencecall.message import Compacted, Message
-from fencecall.providers.openai_provider import OpenAIProvider
+from fencecall.providers._openai_provider import OpenAIProvider
 
 from ..fakeserver import FakeModelServer, Reply, Served, dense_tokens
 from ..support import F

@@ -19,7 +19,7 @@ from fencecall.agent import (
     ReplyText,
     ToolResult,
 )
-from fencecall.agent.events import EventSink
+from fencecall.agent._events import EventSink
 from fencecall.execution import Session
 from fencecall.message import Status
 from fencecall.providers import NativeCall, ScriptedProvider, ScriptedReply

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from fencecall.agent import Agent, AgentSettings, Conversation, Outcome, near_misses
-from fencecall.agent.context import boundary
-from fencecall.agent.prompt import system_prompt
-from fencecall.agent.repetition import RepetitionGuard
+from fencecall.agent._context import boundary
+from fencecall.agent._prompt import system_prompt
+from fencecall.agent._repetition import RepetitionGuard
 from fencecall.config import Sampling
 from fencecall.execution import Session
 from fencecall.message import CannotRun, Message, Status

@@ -13,8 +13,8 @@ import pytest
 
 from fencecall import Session, Toolchain
 from fencecall.accounting.tokens import Estimate, Exactness, TokenCounter
-from fencecall.agent import spill as spill_module
-from fencecall.agent.spill import outputs_folder, spill
+from fencecall.agent import _spill as spill_module
+from fencecall.agent._spill import outputs_folder, spill
 from fencecall.message import CallRecord, Message, Status, system
 
 CUT = re.compile(r"^\[\.\.\. (\d+) lines? cut: lines? (\d+)(?:-(\d+))?, (\d+) bytes \.\.\.\]$",

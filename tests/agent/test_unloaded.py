@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from fencecall.agent import Agent, AgentSettings, Outcome
-from fencecall.agent.feedback import reply_feedback
+from fencecall.agent._feedback import reply_feedback
 from fencecall.execution import Session, auto_yes
 from fencecall.message import CannotRun
 from fencecall.parsing import MARKDOWN
-from fencecall.providers.openai_provider import OpenAIProvider
+from fencecall.providers._openai_provider import OpenAIProvider
 from fencecall.tools import Toolchain
 from fencecall.tools.builtin import complete
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from fencecall.assembly import NoModel, Overrides, provider, resolve_settings, toolchain
-from fencecall.assembly.settings import DEFAULT_WINDOW
+from fencecall.assembly._settings import DEFAULT_WINDOW
 from fencecall.config import Config, ConfigError, load_config
-from fencecall.sandbox.bwrap import SandboxPolicy
+from fencecall.sandbox._bwrap import SandboxPolicy
 from fencecall.tools.mcp import McpServerConfig
 
 CONFIG = """
@@ -182,7 +182,7 @@ def test_an_autonomous_run_gets_complete_besides_its_allowlist(tmp_path: Path) -
 def test_commands_without_the_flag_are_never_autonomous(tmp_path: Path) -> None:
     """``fencecall run``, ``tools`` and ``mcp serve`` run no model: the configuration's
     ``autonomous`` gives them no complete tool."""
-    from fencecall.cli.arguments import build_parser
+    from fencecall.cli._arguments import build_parser
     from fencecall.cli.options import overrides_of
 
     on = replace(config_in(tmp_path), autonomous=True)

@@ -119,7 +119,7 @@ def test_a_task_stuck_in_a_tool_is_left_and_the_batch_still_ends(
         script: Script, options: BatchOptions, monkeypatch: pytest.MonkeyPatch) -> None:
     """A tool that ignores the stop (its thread cannot be killed) holds neither the batch
     nor the process's exit."""
-    from fencecall.batch import runner
+    from fencecall.batch import _runner as runner
 
     stuck = threading.Event()
 

@@ -162,8 +162,8 @@ def test_mcp_servers_from_the_command_line(
 def test_keep_workspaces_choices_are_the_runners_policies() -> None:
     from typing import get_args
 
-    from fencecall.batch.runner import KeepPolicy
-    from fencecall.cli.arguments import KEEP_WORKSPACES, build_parser
+    from fencecall.batch._runner import KeepPolicy
+    from fencecall.cli._arguments import KEEP_WORKSPACES, build_parser
 
     assert get_args(KeepPolicy) == KEEP_WORKSPACES
     args = build_parser().parse_args(["batch", "t.jsonl", "--out", "o.jsonl",

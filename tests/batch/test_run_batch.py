@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from fencecall.batch import BatchOptions, Task, TaskResult, WorkspaceSpec, run_batch
-from fencecall.batch.runner import KeepPolicy
-from fencecall.sandbox.bwrap import sandbox_support
+from fencecall.batch._runner import KeepPolicy
+from fencecall.sandbox._bwrap import sandbox_support
 from tests.fakeserver import Reply
 
 from ..processes import running

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from fencecall.batch import ResultFile, ResultFileError, TaskError, TaskResult, load_tasks
-from fencecall.batch.results import ToolCallRecord
-from fencecall.batch.runner import folder_name
+from fencecall.batch._results import ToolCallRecord
+from fencecall.batch._runner import folder_name
 from fencecall.message import Outcome
 
 

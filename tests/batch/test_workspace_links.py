@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.batch.task_workspace import WorkspaceError, prepare
-from fencecall.batch.tasks import WorkspaceSpec
+from fencecall.batch._task_workspace import WorkspaceError, prepare
+from fencecall.batch._tasks import WorkspaceSpec
 
 
 def git(*argv: str, cwd: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from fencecall.cli.title import POP, PUSH, show_running_tools, title_for
+from fencecall.cli._title import POP, PUSH, show_running_tools, title_for
 from fencecall.execution import Session, auto_yes
 from fencecall.tools import Toolchain, ToolSpec
 

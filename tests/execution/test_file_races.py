@@ -20,7 +20,7 @@ import pytest
 
 from fencecall.execution import Session
 from fencecall.message import Message, Status
-from fencecall.sandbox.bwrap import SandboxPolicy
+from fencecall.sandbox._bwrap import SandboxPolicy
 
 from ..support import F, needs_bwrap, tool_session
 

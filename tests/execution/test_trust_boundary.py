@@ -17,8 +17,8 @@ import pytest
 
 from fencecall.execution import auto_no, auto_yes
 from fencecall.message import Status
-from fencecall.sandbox import bwrap as sandbox_module
-from fencecall.sandbox.bwrap import SandboxPolicy, SandboxSupport, sandbox_support
+from fencecall.sandbox import _bwrap as sandbox_module
+from fencecall.sandbox._bwrap import SandboxPolicy, SandboxSupport, sandbox_support
 from fencecall.tools.runtime.shell_policy import is_read_only
 
 from ..support import F, needs_bwrap, tool_session

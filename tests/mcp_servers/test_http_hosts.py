@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from fencecall.serve.guards import authority
+from fencecall.serve._guards import authority
 
 from .test_server import _env, _serve_args, _text
 

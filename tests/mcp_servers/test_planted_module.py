@@ -15,8 +15,8 @@ import pytest
 from fencecall.execution.confirm_policy import auto_no
 from fencecall.sandbox.host_programs import clean_path
 from fencecall.tools.mcp import McpServerConfig, McpServers
-from fencecall.tools.mcp.connection import server_environment
-from fencecall.tools.mcp.declaration import from_table
+from fencecall.tools.mcp._connection import server_environment
+from fencecall.tools.mcp._declaration import from_table
 
 from .conftest import flaky, session_with
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import fencecall
-from fencecall.parsing import compiled
+from fencecall.parsing import _compiled as compiled
 
 from .test_fast_path import FENCES, PROSE
 
@@ -27,7 +27,7 @@ READ_CORPUS = """
 import json, random, sys
 from benchmarks.inputs import OPEN_MODEL_SHAPES, SHAPES
 from fencecall.parsing import StreamParser, parse
-from fencecall.parsing import compiled
+from fencecall.parsing import _compiled as compiled
 
 def reading(fmt, text, chunk):
     if chunk:
@@ -105,8 +105,8 @@ def _copy_of_the_package(tmp_path: Path) -> Path:
 
 def _import_there(folder: Path) -> subprocess.CompletedProcess[str]:
     probe = ("import warnings; warnings.simplefilter('always')\n"
-             "from fencecall.parsing import compiled, scanner\n"
-             "print(compiled.active(), scanner.__file__)")
+             "from fencecall.parsing import _compiled, _scanner\n"
+             "print(_compiled.active(), _scanner.__file__)")
     env = {**os.environ, "PYTHONPATH": str(folder)}
     env.pop("FENCECALL_PURE_PYTHON", None)
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
@@ -127,7 +127,7 @@ def test_an_edited_source_runs_as_python_not_as_its_stale_build(tmp_path: Path) 
     edited = _import_there(folder)
     active, scanner_file = edited.stdout.split()
     assert active == "False"  # every compiled module from source, not only the edited one
-    assert scanner_file == str(folder / "fencecall" / "parsing" / "scanner.py")
+    assert scanner_file == str(folder / "fencecall" / "parsing" / "_scanner.py")
     assert "RuntimeWarning" in edited.stderr and "xmlcalls" in edited.stderr
     assert "pip install -e ." in edited.stderr
 

@@ -8,9 +8,9 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fencecall.parsing.jsonscan import JsonEndScanner
+from fencecall.parsing._jsonscan import JsonEndScanner
+from fencecall.parsing._scanner import Found, Scanner
 from fencecall.parsing.model import Diagnostic, ToolCall
-from fencecall.parsing.scanner import Found, Scanner
 
 from .test_properties import chunked, texts
 
@@ -43,8 +43,8 @@ syntaxes = st.sampled_from(["markdown", "xml", "tool"])
 
 
 def _scanner(fast: bool, blocks: str, syntax: str) -> Scanner:
-    from fencecall.parsing.formats.tool import AT_CALLS, LEFT_IN_CONTENT
-    from fencecall.parsing.formats.xml import TAGS
+    from fencecall.parsing.formats._tool import AT_CALLS, LEFT_IN_CONTENT
+    from fencecall.parsing.formats._xml import TAGS
 
     tags = {"markdown": (), "xml": TAGS, "tool": LEFT_IN_CONTENT}[syntax]
     spans = (AT_CALLS,) if syntax == "tool" else ()

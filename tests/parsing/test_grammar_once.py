@@ -1,6 +1,6 @@
 """The fence grammar is written once, and the scanner's layers keep the house sizes (issue 45).
 
-Read with ``ast``: the rules are in :mod:`fencecall.parsing.fences`, and every other module of
+Read with ``ast``: the rules are in :mod:`fencecall.parsing._fences`, and every other module of
 the scanner asks them instead of deciding a fence line or making a fenced call itself.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import fencecall.parsing
 
 PARSING = Path(fencecall.parsing.__file__).parent
-SCANNER = ("scanner", "regions", "fast", "state", "kept", "needles", "fences")
+SCANNER = ("_scanner", "_regions", "_fast", "_state", "_kept", "_needles", "_fences")
 
 
 def _tree(module: str) -> ast.Module:
@@ -34,17 +34,17 @@ def test_only_the_grammar_makes_a_fenced_call_or_block() -> None:
     makers = {module for module in SCANNER for node in ast.walk(_tree(module))
               if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
               and node.func.id in ("ToolCall", "Codeblock")}
-    assert makers == {"fences"}
+    assert makers == {"_fences"}
 
 
 def test_only_the_grammar_names_what_a_fence_line_does() -> None:
-    """The actions are defined in ``fences`` and every other layer imports them from there."""
+    """The actions are defined in ``_fences`` and every other layer imports them from there."""
     defined = {module for module in SCANNER for node in ast.walk(_tree(module))
                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
                and node.target.id in ("CLOSES", "OPENS", "CONTENT")}
-    assert defined == {"fences"}
+    assert defined == {"_fences"}
     askers = {module for module in SCANNER for node in ast.walk(_tree(module))
               if isinstance(node, ast.Call) and (
                   (isinstance(node.func, ast.Name) and node.func.id == "line_action")
                   or (isinstance(node.func, ast.Attribute) and node.func.attr == "action"))}
-    assert {"scanner", "regions", "fast"} <= askers
+    assert {"_scanner", "_regions", "_fast"} <= askers

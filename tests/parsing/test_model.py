@@ -10,8 +10,8 @@ import pickle
 import pytest
 
 from fencecall.parsing import parse_calls
+from fencecall.parsing._no_arguments import NO_ARGUMENTS
 from fencecall.parsing.model import Codeblock, Diagnostic, ToolCall
-from fencecall.parsing.no_arguments import NO_ARGUMENTS
 
 
 def test_calls_without_named_arguments_share_one_empty_mapping() -> None:

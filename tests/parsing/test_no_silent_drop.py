@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fencecall import Message, Session, StreamParser, Toolchain, auto_yes, parse
-from fencecall.agent.near_miss import near_misses
+from fencecall.agent._near_miss import near_misses
 from fencecall.execution import resolve
 from fencecall.parsing import Diagnostic, ToolCall
-from fencecall.parsing.fences import holds_documents, is_langtag
+from fencecall.parsing._fences import holds_documents, is_langtag
 
 from ..support import F
 

@@ -21,7 +21,7 @@ from fencecall.parsing import (
     parse_calls,
     render,
 )
-from fencecall.parsing.pyscan import PyEndScanner
+from fencecall.parsing._pyscan import PyEndScanner
 from fencecall.tools import Toolchain
 
 from ..sample_tools import CATALOGUE

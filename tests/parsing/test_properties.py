@@ -19,7 +19,7 @@ from fencecall import (
     render,
 )
 from fencecall.parsing import FORMATS, parse_calls
-from fencecall.parsing.scanner import Scanner
+from fencecall.parsing._scanner import Scanner
 
 FORMAT_NAMES = list(FORMATS)
 

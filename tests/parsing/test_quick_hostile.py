@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fencecall.parsing.formats.tool import AT_CALLS, quick_at_call
-from fencecall.parsing.jsonscan import MAX_DEPTH
+from fencecall.parsing._jsonscan import MAX_DEPTH
+from fencecall.parsing._scanner import Found
+from fencecall.parsing.formats._tool import AT_CALLS, quick_at_call
 from fencecall.parsing.model import Diagnostic, ToolCall
-from fencecall.parsing.scanner import Found
 from fencecall.parsing.xmlcalls import quick_bare_tool_use, quick_plain_tool_use, quick_tool_use
 
 from .test_fast_path import FAST, GENERAL, _parse, _run, _scanner

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fencecall.parsing.needles import NeedleFinder, needle_groups
-from fencecall.parsing.strings import COMPILED, TOO_DENSE, find_first_of, find_literal, starts_at
+from fencecall.parsing._needles import NeedleFinder, needle_groups
+from fencecall.parsing._strings import COMPILED, TOO_DENSE, find_first_of, find_literal, starts_at
 
 NEEDLES = [("```",), ("<think", "<tool-use>", "<function_calls>"), ("<tool_call>", "<tool"),
            ("@",), ("é<",)]

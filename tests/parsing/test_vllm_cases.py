@@ -20,8 +20,8 @@ Sources (vllm-project/vllm, the inputs and expected calls of these files):
   ``<|python_start|>`` and ``<|python_end|>`` tokens where no test says (``LLAMA4_PARSER``)
 
 vLLM types a qwen3-coder value by the tool's JSON schema while parsing; fencecall parses
-text only and types arguments when the tool binds them (:mod:`fencecall.tools.parameters`,
-with the parameter types an MCP tool's schema gives, :mod:`fencecall.tools.mcp.convert`), so
+text only and types arguments when the tool binds them (:mod:`fencecall.tools._parameters`,
+with the parameter types an MCP tool's schema gives, :mod:`fencecall.tools.mcp._convert`), so
 the comparison types the parsed strings that way.
 """
 
@@ -40,8 +40,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fencecall.parsing import Diagnostic, StreamParser, ToolCall, parse
-from fencecall.tools.mcp.convert import _param_type
-from fencecall.tools.parameters import ArgumentError, Parameter, validate
+from fencecall.tools._parameters import ArgumentError, Parameter, validate
+from fencecall.tools.mcp._convert import _param_type
 
 QWEN_SHARED = "test_qwen3_xml_coder_shared.py"
 QWEN_CODER = "test_qwen3coder_tool_parser.py"
@@ -127,7 +127,7 @@ def _write_file(content: str, path: str = "test.py", end: str = "") -> str:
 SCANNER_TAG_RULE = (
     "the value holds a literal <tool_call>. A <tool_call> tag runs to the first "
     "</tool_call>, and an opener repeated before it supersedes the first (which was only "
-    "mentioned in prose): that is the scanner's tag rule (scanner.py), which reads no "
+    "mentioned in prose): that is the scanner's tag rule (_scanner.py), which reads no "
     "structure inside the tag. The same call written bare is read whole (case *_bare)")
 
 QWEN_CASES = [

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from fencecall.message import Message, NativeCallRecord, ReplyRecord
-from fencecall.providers.anthropic_provider import AnthropicProvider
+from fencecall.providers._anthropic_provider import AnthropicProvider
 from fencecall.providers.base import ChatRequest
 
 from ..fakeserver import FakeModelServer, Reply

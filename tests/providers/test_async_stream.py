@@ -21,9 +21,9 @@ from fencecall.providers import (
     StreamBroken,
     has_astream,
 )
-from fencecall.providers.anthropic_provider import AnthropicProvider
+from fencecall.providers._anthropic_provider import AnthropicProvider
+from fencecall.providers._openai_provider import OpenAIProvider
 from fencecall.providers.base import NativeCall, StreamEnd, StreamEvent, TextDelta
-from fencecall.providers.openai_provider import OpenAIProvider
 from tests.fakeserver import FakeModelServer, Reply, Served
 
 HttpProvider: TypeAlias = OpenAIProvider | AnthropicProvider

@@ -13,10 +13,10 @@ from email.utils import format_datetime
 import pytest
 
 from fencecall.providers import ChatRequest, Gate, GateStats, ProviderError, StreamBroken
-from fencecall.providers.anthropic_provider import AnthropicProvider
+from fencecall.providers._anthropic_provider import AnthropicProvider
+from fencecall.providers._gate import Failure, retry_after
+from fencecall.providers._openai_provider import OpenAIProvider
 from fencecall.providers.base import StreamEvent, TextDelta
-from fencecall.providers.gate import Failure, retry_after
-from fencecall.providers.openai_provider import OpenAIProvider
 from tests.fakeserver import FakeModelServer, Reply
 
 from .test_async_stream import PromptServer, eventually, run

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fencecall.message import Message, Usage
 from fencecall.providers import ChatRequest
+from fencecall.providers._openai_provider import OpenAIProvider
 from fencecall.providers.base import NativeCall, StreamEnd, TextDelta
-from fencecall.providers.openai_provider import OpenAIProvider
 from tests.fakeserver import FakeModelServer, Reply
 
 

@@ -13,9 +13,9 @@ import pytest
 
 from fencecall.message import Message, Usage
 from fencecall.providers import ChatRequest
-from fencecall.providers.anthropic_provider import AnthropicProvider
+from fencecall.providers._anthropic_provider import AnthropicProvider
+from fencecall.providers._openai_provider import OpenAIProvider
 from fencecall.providers.base import StreamEnd, StreamEvent, TextDelta
-from fencecall.providers.openai_provider import OpenAIProvider
 from tests.fakeserver import FakeModelServer, Reply, Served
 
 HUGE = " ".join(f"w{i}" for i in range(60_000))[:400_000]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fencecall.providers.anthropic_provider import anthropic_tool
-from fencecall.providers.openai_provider import DESCRIPTION_LIMIT, openai_tool
+from fencecall.providers._anthropic_provider import anthropic_tool
+from fencecall.providers._openai_provider import DESCRIPTION_LIMIT, openai_tool
 from fencecall.tools import ToolSpec
 
 from ..sample_tools import ADD

@@ -22,17 +22,17 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.sandbox import bwrap as sandbox_module
-from fencecall.sandbox import netns
-from fencecall.sandbox.bwrap import (
+from fencecall.sandbox import _bwrap as sandbox_module
+from fencecall.sandbox import _netns as netns
+from fencecall.sandbox._bwrap import (
     Sandbox,
     SandboxPolicy,
     sandbox_support,
     share_network,
 )
+from fencecall.sandbox._netns import SharedNetwork
+from fencecall.sandbox._processes import kill_group, start_process
 from fencecall.sandbox.host_programs import host_program
-from fencecall.sandbox.netns import SharedNetwork
-from fencecall.sandbox.processes import kill_group, start_process
 from fencecall.tools.runtime.python_session import PythonSession
 
 from ..processes import alive, running
@@ -157,10 +157,10 @@ class _Hello(http.server.BaseHTTPRequestHandler):
 
 _PARENT = """\
 import sys, time
-from fencecall.sandbox.netns import SharedNetwork
+from fencecall.sandbox._netns import SharedNetwork
 from fencecall.sandbox.host_programs import host_program
-from fencecall.sandbox.processes import start_process
-from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy
+from fencecall.sandbox._processes import start_process
+from fencecall.sandbox._bwrap import Sandbox, SandboxPolicy
 
 sandbox = Sandbox(SandboxPolicy.READ_ONLY, shared_network=SharedNetwork.create())
 argv = sandbox.command([sys.executable, "-c",
@@ -261,7 +261,7 @@ def _await_gone(pids: list[int], patience: float = 10.0) -> list[int]:
 
 _HOLD = """\
 import sys
-from fencecall.sandbox import netns
+from fencecall.sandbox import _netns as netns
 netns._hold_namespaces(sys.argv[1], "cat")
 """
 
@@ -290,7 +290,7 @@ def test_a_holder_dies_with_fencecall_even_before_bwrap_sets_its_own_signal(
 
 _ORPHAN = """\
 import subprocess, sys
-from fencecall.sandbox import netns
+from fencecall.sandbox import _netns as netns
 holder = subprocess.Popen(netns._holder_argv(sys.argv[1], "cat", 0), start_new_session=True,
                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.sandbox import processes, reaper
-from fencecall.sandbox.processes import start_process
+from fencecall.sandbox import _processes as processes
+from fencecall.sandbox import reaper
+from fencecall.sandbox._processes import start_process
 
 from ..processes import alive, running
 
@@ -150,7 +151,7 @@ def test_everything_dies_when_the_reaper_is_terminated(shell: Shell, token: str)
 
 def test_everything_dies_when_fencecall_is_killed(token: str) -> None:
     owner = ("import os, subprocess, sys, time\n"
-             "from fencecall.sandbox.processes import start_process\n"
+             "from fencecall.sandbox._processes import start_process\n"
              "from fencecall.sandbox.reaper import reaped\n"
              "argv = reaped(['bash', '--noprofile', '--norc'],\n"
              "              f'fencecall-shell-{os.getpid()}-test')\n"

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.sandbox import bwrap as sandbox_module
-from fencecall.sandbox.bwrap import (
+from fencecall.sandbox import _bwrap as sandbox_module
+from fencecall.sandbox._bwrap import (
     Sandbox,
     SandboxPolicy,
     SandboxSupport,
@@ -457,7 +457,7 @@ _FENCECALL = """\
 import json, os, sys
 from pathlib import Path
 from fencecall.tools.runtime.python_session import PythonSession
-from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy
+from fencecall.sandbox._bwrap import Sandbox, SandboxPolicy
 from fencecall.tools.runtime.shell_session import ShellSession
 
 spec = json.loads(sys.argv[1])
@@ -618,7 +618,7 @@ _ORPHAN_SCRIPT = """\
 import os, sys, time
 from pathlib import Path
 from fencecall.tools.runtime.python_session import PythonSession
-from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy
+from fencecall.sandbox._bwrap import Sandbox, SandboxPolicy
 from fencecall.tools.runtime.shell_session import ShellSession
 
 workspace, tag = Path(sys.argv[1]), sys.argv[2]

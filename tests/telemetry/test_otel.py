@@ -19,7 +19,7 @@ from fencecall import telemetry
 from fencecall.agent import Agent, Conversation
 from fencecall.execution import Session, auto_yes
 from fencecall.providers import ScriptedProvider
-from fencecall.telemetry.otel import EXECUTE_TOOL_DURATION, OtelTelemetry
+from fencecall.telemetry._otel import EXECUTE_TOOL_DURATION, OtelTelemetry
 from fencecall.tools import Parameter, Toolchain, ToolError, ToolInvocation, ToolSpec
 
 from ..support import F

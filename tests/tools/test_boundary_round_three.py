@@ -20,8 +20,8 @@ from typing import ClassVar
 
 import pytest
 
-from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy
-from fencecall.sandbox.resource_limits import GiB, MiB, ResourceLimits
+from fencecall.sandbox._bwrap import Sandbox, SandboxPolicy
+from fencecall.sandbox._resource_limits import GiB, MiB, ResourceLimits
 from fencecall.tools.runtime.job_manager import JobManager
 from fencecall.tools.runtime.shell_session import ShellSession
 

@@ -13,7 +13,7 @@ import pytest
 
 from fencecall.execution import Session
 from fencecall.message import Message
-from fencecall.sandbox.bwrap import sandbox_support
+from fencecall.sandbox._bwrap import sandbox_support
 from fencecall.tools.runtime.job_manager import JobManager, JobView
 from fencecall.tools.runtime.shell_session import ShellSession
 from fencecall.tools.tool_context import SHELL

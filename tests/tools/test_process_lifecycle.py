@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.batch.runner import Stop
+from fencecall.batch._runner import Stop
 from fencecall.sandbox import scratch
-from fencecall.sandbox.processes import SessionAborted
+from fencecall.sandbox._processes import SessionAborted
 from fencecall.tools.runtime.python_session import PythonSession
 from fencecall.tools.runtime.shell_session import ShellSession
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.sandbox.bwrap import Sandbox, SandboxPolicy
+from fencecall.sandbox._bwrap import Sandbox, SandboxPolicy
 from fencecall.tools.builtin.python import format_result
 from fencecall.tools.runtime.python_session import STOP_SIGNAL, PythonResult, PythonSession
 

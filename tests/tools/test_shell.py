@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.execution import Session
-from fencecall.sandbox.processes import live_processes
+from fencecall.sandbox._processes import live_processes
 from fencecall.tools.runtime.shell_policy import is_read_only
 from fencecall.tools.runtime.shell_session import ShellSession
 from fencecall.tools.tool_context import SHELL

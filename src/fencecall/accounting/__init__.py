@@ -1,13 +1,13 @@
 """Counting what a run spends and holding it to its limits: each request billed
-(:mod:`.billing`), tokens counted where the provider reported none (:mod:`.tokens`), prices
-(:mod:`.prices`), and the limits checked before each request (:mod:`.budget`), with a budget
-shared by a batch's tasks (:mod:`.ledger`); what a server says it spent, and what it sends,
+(:mod:`._billing`), tokens counted where the provider reported none (:mod:`.tokens`), prices
+(:mod:`.prices`), and the limits checked before each request (:mod:`._budget`), with a budget
+shared by a batch's tasks (:mod:`._ledger`); what a server says it spent, and what it sends,
 checked against what is possible (:mod:`.checks`)."""
 
-from .billing import Billing, Report, Request, Wire
-from .budget import Spend
-from .ledger import Account, Hold, Ledger
-from .limits import Limits, Refusal
+from ._billing import Billing, Report, Request, Wire
+from ._budget import Spend
+from ._ledger import Account, Hold, Ledger
+from ._limits import Limits, Refusal
 from .prices import Price, Pricing, list_price
 from .tokens import (
     AnthropicCounter,

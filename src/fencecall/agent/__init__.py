@@ -2,9 +2,8 @@
 tools."""
 
 from ..message import Outcome
-from .context import ContextOverflow
-from .conversation import Conversation, ConversationError, ConversationInfo
-from .events import (
+from ._context import ContextOverflow
+from ._events import (
     AgentEvent,
     CallsFound,
     EventSink,
@@ -14,10 +13,11 @@ from .events import (
     StepLimit,
     ToolResult,
 )
+from ._near_miss import RUN_AS, NearMiss, near_misses
+from ._prompt import system_prompt
+from ._settings import AgentSettings
+from .conversation import Conversation, ConversationError, ConversationInfo
 from .loop import Agent, RunResult
-from .near_miss import RUN_AS, NearMiss, near_misses
-from .prompt import system_prompt
-from .settings import AgentSettings
 
 __all__ = [
     "RUN_AS",

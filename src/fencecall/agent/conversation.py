@@ -84,7 +84,7 @@ class Conversation:
         self.settings: dict[str, Any] = {}
         """What the conversation was last run with (model, format, tools, workspace…), as the
         log says: data, not authority, since a model that could write the log may have
-        written it (:mod:`fencecall.cli.chat_cmd` decides what ``--resume`` takes)."""
+        written it (:mod:`fencecall.cli._chat_cmd` decides what ``--resume`` takes)."""
         self._valid_end = 0
         self.notes: list[str] = []
         """What was found wrong with the log on opening (shown to the user once)."""

@@ -1,11 +1,11 @@
 """The agent loop: ask the model, read its reply, run the reply's calls, decide what next.
 
 One step of the loop (:meth:`Agent._steps`) builds the next request (compacting the
-conversation first where it would not fit the window, :mod:`.context`), reserves it against
-the limits, reads the reply (:mod:`.reading`, which stops it at its first complete call),
+conversation first where it would not fit the window, :mod:`._context`), reserves it against
+the limits, reads the reply (:mod:`._reading`, which stops it at its first complete call),
 runs the calls through the session (hooks, confirmation, sandbox) and records their
 results, then decides: go on, or end the run. The steps are a generator of waits that a
-blocking or an asynchronous driver performs (:mod:`.steps`).
+blocking or an asynchronous driver performs (:mod:`._steps`).
 
 An autonomous run (nobody reads the replies) ends done only when the model calls the complete
 tool: a reply with no call is no answer there (real replies stop short: ``TH``, a sentence
@@ -43,16 +43,16 @@ from ..tools.builtin.complete import NAME as COMPLETE
 from ..tools.builtin.complete import how_to_finish
 from ..tools.builtin.jobs import LOG_FOLDER as JOBS
 from ..tools.builtin.jobs import ended_notice as job_ended
-from .context import Compactor, view
+from ._context import Compactor, view
+from ._events import CallsFound, EventSink, Retrying, StepLimit, ToolResult
+from ._feedback import reply_feedback
+from ._prompt import system_prompt
+from ._reading import Reply, ReplyReader
+from ._settings import AgentSettings
+from ._spill import Spiller
+from ._steps import Ask, Blocking, Effect, Pause, Steps, adrive, drive
 from .conversation import Conversation
-from .events import CallsFound, EventSink, Retrying, StepLimit, ToolResult
-from .feedback import reply_feedback
 from .offload import in_thread
-from .prompt import system_prompt
-from .reading import Reply, ReplyReader
-from .settings import AgentSettings
-from .spill import Spiller
-from .steps import Ask, Blocking, Effect, Pause, Steps, adrive, drive
 
 SAVED_OUTPUT_LIMIT = 8_000_000
 """Characters of a command's output tools keep where results are saved to files."""
@@ -188,7 +188,7 @@ class Agent:
 
     def _steps(self) -> Steps:
         """The loop itself: ask, read the reply, run its calls, decide; each wait is left
-        to a driver (see :mod:`.steps`)."""
+        to a driver (see :mod:`._steps`)."""
         self._answer_unfinished()
         fruitless = 0
         for _ in range(self.settings.max_steps):
@@ -337,7 +337,7 @@ class Agent:
 
     def _fitting(self) -> Generator[Effect, object, ChatRequest]:
         """The next request, inside the window: when it would not fit, the conversation is
-        compacted first (see :mod:`.context`)."""
+        compacted first (see :mod:`._context`)."""
         request = self._request()
         if self.context.fits(request):
             return request
@@ -347,7 +347,7 @@ class Agent:
         return request
 
     def compact(self, keep: int | None = None) -> Message | None:
-        """Compact the conversation now (see :meth:`.context.Compactor.compact`)."""
+        """Compact the conversation now (see :meth:`._context.Compactor.compact`)."""
         return self.context.compact(keep)
 
     def _generating(self, request: ChatRequest) -> Generator[Effect, object, Reply]:

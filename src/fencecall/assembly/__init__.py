@@ -1,8 +1,18 @@
-"""How a run is put together: its settings resolved once (:mod:`.settings`), then built
+"""How a run is put together: its settings resolved once (:mod:`._settings`), then built
 (:mod:`.build`). Every frontend (the command line, batch, MCP serving, editors) starts here,
 and so does a program that wants the agent the command line would build
 (:func:`agent_from_config`)."""
 
+from ._configured import ConfiguredAgent, agent_from_config
+from ._settings import (
+    NO_MODEL,
+    REPLY_SHARE,
+    NoModel,
+    Overrides,
+    RunSettings,
+    merge,
+    resolve_settings,
+)
 from .build import (
     Environment,
     agent,
@@ -16,16 +26,6 @@ from .build import (
     session,
     tool_session,
     toolchain,
-)
-from .configured import ConfiguredAgent, agent_from_config
-from .settings import (
-    NO_MODEL,
-    REPLY_SHARE,
-    NoModel,
-    Overrides,
-    RunSettings,
-    merge,
-    resolve_settings,
 )
 
 __all__ = [

@@ -9,15 +9,15 @@
                             out=Path("runs/1/results.jsonl")):
         print(result.id, result.status, result.steps, result.tokens)
 
-Modules, one job each: :mod:`.tasks` (the JSONL tasks), :mod:`.task_workspace` (a task's own
-copy, and its diff), :mod:`.runner` (one task), :mod:`.results` (the append-only results and
-resuming), :mod:`.scheduler` (asyncio over worker threads), :mod:`.ray_backend` (shards on
+Modules, one job each: :mod:`._tasks` (the JSONL tasks), :mod:`._task_workspace` (a task's own
+copy, and its diff), :mod:`._runner` (one task), :mod:`._results` (the append-only results and
+resuming), :mod:`._scheduler` (asyncio over worker threads), :mod:`.ray_backend` (shards on
 Ray) and :mod:`.progress` (what the terminal shows).
 """
 
-from .results import STATUSES, ResultFile, ResultFileError, TaskResult, ToolCallRecord
-from .runner import BatchOptions, Stop, TaskRunner
-from .scheduler import (
+from ._results import STATUSES, ResultFile, ResultFileError, TaskResult, ToolCallRecord
+from ._runner import BatchOptions, Stop, TaskRunner
+from ._scheduler import (
     BatchEvent,
     BatchInterrupted,
     TaskStarted,
@@ -25,7 +25,7 @@ from .scheduler import (
     run_batch,
     run_events,
 )
-from .tasks import Task, TaskError, WorkspaceSpec, load_tasks, parse_tasks
+from ._tasks import Task, TaskError, WorkspaceSpec, load_tasks, parse_tasks
 
 __all__ = [
     "STATUSES",

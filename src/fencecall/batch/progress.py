@@ -23,7 +23,7 @@ from rich.progress import (
 )
 
 from ..providers import GateStats
-from .results import TaskResult
+from ._results import TaskResult
 
 
 def _duration(seconds: float) -> str:
@@ -79,7 +79,7 @@ class BatchProgress:
         return text
 
     def requests(self, now: GateStats) -> None:
-        """The model requests now (see :data:`~.scheduler.BatchEvent`)."""
+        """The model requests now (see :data:`~._scheduler.BatchEvent`)."""
         self._requests = now
         self._refresh()
 

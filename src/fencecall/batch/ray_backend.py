@@ -1,7 +1,7 @@
 """The batch on a Ray cluster, when one machine is not enough (``pip install 'fencecall[ray]'``).
 
 The tasks are cut into shards; each shard is one Ray task (one CPU) that runs the asyncio
-scheduler of :mod:`.scheduler` over its tasks, so many sessions share one worker, and
+scheduler of :mod:`._scheduler` over its tasks, so many sessions share one worker, and
 streams each start and each result back as it happens (a Ray streaming generator). Ray
 places the shards and runs a shard again when its worker is lost; this process, the
 driver, is the only writer of the results file and writes each task id at most once, so a
@@ -26,10 +26,10 @@ from typing import Any
 from ..accounting import Account, Hold, Ledger, Refusal
 from ..errors import UserError
 from ..providers import GateStats
-from .results import ResultFile, TaskResult
-from .runner import BatchOptions
-from .scheduler import TaskStarted, ledger, run_events
-from .tasks import Task, check_unique
+from ._results import ResultFile, TaskResult
+from ._runner import BatchOptions
+from ._scheduler import TaskStarted, ledger, run_events
+from ._tasks import Task, check_unique
 
 INSTALL_HINT = "pip install 'fencecall[ray]'"
 WAIT_STEP = 1.0
@@ -96,7 +96,7 @@ def run_batch_ray(tasks: Iterable[Task], options: BatchOptions, *,
                   address: str | None = None, shard_size: int | None = None,
                   on_note: Callable[[str], None] | None = None
                   ) -> Generator[TaskResult, None, None]:
-    """:func:`~.scheduler.run_batch` on Ray: the same skipping of finished tasks, the same
+    """:func:`~._scheduler.run_batch` on Ray: the same skipping of finished tasks, the same
     appending of each result, the same results. Connects to Ray at ``address`` (None: the
     running instance, ``RAY_ADDRESS``, or a new local one) unless already connected. A
     shard that fails for good is said through ``on_note``; its unfinished tasks keep no

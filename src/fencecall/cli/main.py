@@ -1,6 +1,6 @@
 """Entry point: dispatches to the subcommands and turns expected errors into messages.
 
-It imports only the grammar (:mod:`.arguments`) before the arguments are parsed, so that
+It imports only the grammar (:mod:`._arguments`) before the arguments are parsed, so that
 ``--help``, ``--version`` and a usage error start fast; each command's module, and what it
 needs, is imported once the command is known.
 """
@@ -11,7 +11,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from .arguments import COMMANDS, build_parser
+from ._arguments import COMMANDS, build_parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

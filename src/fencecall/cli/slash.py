@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from ..agent import Agent
 from ..agent.stats import collect
+from ._tools_cmd import server_lines
 from .display import Display
-from .tools_cmd import server_lines
 from .visible import visible_text
 
 
@@ -55,7 +55,7 @@ def _log(agent: Agent, display: Display, arg: str) -> None:
 
 
 def _usage(agent: Agent, display: Display, arg: str) -> None:
-    from .stats_cmd import show
+    from ._stats_cmd import show
 
     pricing = agent.billing.spend.pricing  # the configured price of the run's model, if any
     show(collect([agent.conversation.messages],

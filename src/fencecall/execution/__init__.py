@@ -1,8 +1,8 @@
 """Execution: the session and the one pipeline every tool call goes through."""
 
+from ._pipeline import CallRunner, ToolUse, execute_calls, resolve
+from ._session import Session
 from .confirm_policy import auto_no, auto_yes
-from .pipeline import CallRunner, ToolUse, execute_calls, resolve
-from .session import Session
 
 __all__ = [
     "CallRunner",

@@ -5,13 +5,13 @@ package alone imports no parser, so that the command line can name the formats
 (:data:`FORMATS` lists them without loading them) and start fast.
 """
 
-from .compiled import prefer_current_sources
+from ._compiled import prefer_current_sources
 
-prefer_current_sources()  # before any compiled module is imported (see .compiled)
+prefer_current_sources()  # before any compiled module is imported (see ._compiled)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .api import Parsed, StreamParser, parse, parse_calls, parse_codeblocks, render
+    from ._api import Parsed, StreamParser, parse, parse_calls, parse_codeblocks, render
     from .formats import (
         FORMATS,
         MARKDOWN,
@@ -28,8 +28,8 @@ _LAZY = {
     "FORMATS": "formats", "MARKDOWN": "formats", "TOOL": "formats", "XML": "formats",
     "CallFormat": "formats", "FormatLike": "formats", "UnrepresentableCall": "formats",
     "get_format": "formats",
-    "Parsed": "api", "StreamParser": "api", "parse": "api", "parse_calls": "api",
-    "parse_codeblocks": "api", "render": "api",
+    "Parsed": "_api", "StreamParser": "_api", "parse": "_api", "parse_calls": "_api",
+    "parse_codeblocks": "_api", "render": "_api",
     "Codeblock": "model", "Diagnostic": "model", "ToolCall": "model",
 }
 

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .no_arguments import NO_ARGUMENTS
-from .strings import COMPILED
+from ._no_arguments import NO_ARGUMENTS
+from ._strings import COMPILED
 
 FENCED = "markdown"
 """The format name of calls written as fenced code blocks, whichever format found them."""

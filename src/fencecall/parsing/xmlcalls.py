@@ -12,9 +12,9 @@ import html
 import re
 from collections.abc import Iterator
 
+from ._strings import COMPILED, starts_at
+from ._syntax import Problem, Read
 from .model import ToolCall
-from .strings import COMPILED, starts_at
-from .syntax import Problem, Read
 
 NAME = r"[A-Za-z_][\w.\-]*"
 _ATTRS = r"(?P<attrs>(?:\s+[\w.\-:]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)"

@@ -14,6 +14,8 @@ from types import MappingProxyType
 
 from ..config import Config, ConfigError, ProviderKind
 from ..message import Usage
+from ._gate import Gate, GateStats
+from ._scripted import ScriptedProvider, ScriptedReply
 from .base import (
     AsyncProvider,
     ChatRequest,
@@ -26,14 +28,12 @@ from .base import (
     TextDelta,
     has_astream,
 )
-from .gate import Gate, GateStats
-from .scripted import ScriptedProvider, ScriptedReply
 
 ProviderFactory = Callable[..., Provider]
 
 PROVIDER_KINDS: Mapping[ProviderKind, str] = MappingProxyType({
-    "openai": "fencecall.providers.openai_provider:OpenAIProvider",
-    "anthropic": "fencecall.providers.anthropic_provider:AnthropicProvider",
+    "openai": "fencecall.providers._openai_provider:OpenAIProvider",
+    "anthropic": "fencecall.providers._anthropic_provider:AnthropicProvider",
 })
 """Each provider kind's class, as ``module:name``; imported only when used, so the vendor
 SDKs load only for the provider in use."""

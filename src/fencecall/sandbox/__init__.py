@@ -4,13 +4,13 @@ The tools' own checks are advice for an honest model; this package is what the k
 enforces, whatever the model writes. It knows nothing of tools, sessions or formats (it sits
 below :mod:`fencecall.tools`, which runs its shells and interpreters through it):
 
-- :mod:`.bwrap`: the bubblewrap sandbox (:class:`Sandbox`, :class:`SandboxPolicy`), its
+- :mod:`._bwrap`: the bubblewrap sandbox (:class:`Sandbox`, :class:`SandboxPolicy`), its
   probe and choice (:func:`sandbox_support`, :func:`choose_sandbox`), and a conversation's
   shared loopback (:func:`share_network`);
-- :mod:`.netns`: that loopback, one private network namespace (:class:`SharedNetwork`);
-- :mod:`.seccomp`: the filter of runs nobody confirmed (:func:`unconfirmed_filter`);
-- :mod:`.resource_limits`: rlimits and control groups (:class:`ResourceLimits`);
-- :mod:`.processes`: starting sandboxed processes so that they die with fencecall, and
+- :mod:`._netns`: that loopback, one private network namespace (:class:`SharedNetwork`);
+- :mod:`._seccomp`: the filter of runs nobody confirmed (:func:`unconfirmed_filter`);
+- :mod:`._resource_limits`: rlimits and control groups (:class:`ResourceLimits`);
+- :mod:`._processes`: starting sandboxed processes so that they die with fencecall, and
   finding and stopping them (:func:`start_process`, :class:`StartGate`);
 - :mod:`.reaper`: the subreaper bash runs under, and killing process trees
   (:func:`reaped`, :func:`kill_tree`, :func:`freeze_and_kill`);
@@ -23,7 +23,7 @@ below :mod:`fencecall.tools`, which runs its shells and interpreters through it)
 
 from __future__ import annotations
 
-from .bwrap import (
+from ._bwrap import (
     Sandbox,
     SandboxPolicy,
     SandboxSupport,
@@ -31,9 +31,8 @@ from .bwrap import (
     sandbox_support,
     share_network,
 )
-from .host_programs import clean_path, host_program
-from .netns import SharedNetwork
-from .processes import (
+from ._netns import SharedNetwork
+from ._processes import (
     ProcessInfo,
     SessionAborted,
     StartGate,
@@ -43,10 +42,11 @@ from .processes import (
     sandboxed_pid,
     start_process,
 )
+from ._resource_limits import GiB, MiB, ResourceLimits, sweep_groups_once
+from ._seccomp import unconfirmed_filter
+from .host_programs import clean_path, host_program
 from .reaper import freeze_and_kill, kill_tree, reaped, tree
-from .resource_limits import GiB, MiB, ResourceLimits, sweep_groups_once
 from .scratch import make_scratch, remove_stale_once
-from .seccomp import unconfirmed_filter
 
 __all__ = [
     "GiB",

@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from . import processes
+from . import _processes
 from .scratch import PREFIX, process_alive
 
 VARIABLE = "FENCECALL_REAPER"
@@ -153,7 +153,7 @@ def tree(pid: int) -> list[int]:
     every process's stat otherwise. Without those files (a kernel built without
     CONFIG_PROC_CHILDREN, or no /proc) from the whole process table."""
     if not _children_listed():
-        return processes.descendants(pid, processes.live_processes())
+        return _processes.descendants(pid, _processes.live_processes())
     found: list[int] = []
     todo = [pid]
     while todo:
@@ -253,7 +253,7 @@ def _children(pid: int) -> list[int]:
 
 
 def _read(path: str, limit: int) -> bytes:
-    """At most ``limit`` bytes of ``path``: plain os calls, as for /proc in processes.py."""
+    """At most ``limit`` bytes of ``path``: plain os calls, as for /proc in _processes.py."""
     fd = os.open(path, os.O_RDONLY)
     try:
         return _read_fd(fd, limit)

@@ -2,7 +2,7 @@
 
 Off by default, and then free: the no-op :class:`Telemetry` below is what runs. With
 ``FENCECALL_TELEMETRY=1`` (or ``telemetry = true`` in the config) the CLI installs the
-OpenTelemetry one (:mod:`fencecall.telemetry.otel`, the ``otel`` extra), configured only by the
+OpenTelemetry one (:mod:`fencecall.telemetry._otel`, the ``otel`` extra), configured only by the
 standard ``OTEL_*`` variables. Importing fencecall never imports opentelemetry. The
 telemetry in use is scoped by a ContextVar, so two sessions in one process can differ.
 """
@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from .base import ChatRun, Telemetry, ToolRun
+from ._base import ChatRun, Telemetry, ToolRun
 
 __all__ = ["NO_TELEMETRY", "ChatRun", "Telemetry", "ToolRun", "current", "from_settings",
            "using", "wanted"]
@@ -62,7 +62,7 @@ def from_settings(configured: bool, env: Mapping[str, str] | None = None, *,
     if not wanted(env, configured):
         return NO_TELEMETRY
     try:
-        from .otel import OtelTelemetry
+        from ._otel import OtelTelemetry
     except ImportError:
         print("fencecall: warning: telemetry is on but OpenTelemetry is not installed; "
               "pip install 'fencecall[otel]'", file=sys.stderr)

@@ -6,9 +6,9 @@ model what went wrong) and the hook points in :mod:`fencecall.tools.hook_points`
 """
 
 from ..errors import ToolError
-from .hooks import Block, Hook, HookPoint, HookRegistry
+from ._hooks import Block, Hook, HookPoint, HookRegistry
+from ._parameters import ArgumentError, Parameter
 from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
-from .parameters import ArgumentError, Parameter
 from .registry import Toolchain, UnknownToolError
 from .spec import Command, Example, ToolInvocation, ToolSpec, render_call
 from .tool_context import ConfirmFunc, ConfirmRequest, ResourceKey, TextFiles, ToolContext

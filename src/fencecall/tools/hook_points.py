@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..message import Message
-from .hooks import HookPoint
+from ._hooks import HookPoint
 from .spec import ToolInvocation
 from .tool_context import ToolContext
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..parsing import FORMATS, FormatLike, get_format
-from .instructions import tools_instructions
+from ._instructions import tools_instructions
 from .loading import ToolLoadError, builtin_tools, load_from_file, package_tools, plugin_tools
 from .spec import ToolSpec, api_name
 

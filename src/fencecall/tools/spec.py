@@ -18,8 +18,8 @@ from typing import Any, Literal, Union
 from ..message import Message
 from ..parsing import FormatLike, ToolCall, get_format
 from ..parsing.xmlcalls import NAME
-from .hooks import Hook
-from .parameters import ArgumentError, Parameter, ParamType, check_schema, validate
+from ._hooks import Hook
+from ._parameters import ArgumentError, Parameter, ParamType, check_schema, validate
 from .tool_context import ConfirmRequest, ToolContext
 
 ExecuteResult = Message | str | Iterable[Message | str] | None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..parsing import ToolCall
 from ..sandbox import Sandbox
-from .hooks import HookRegistry
+from ._hooks import HookRegistry
 from .runtime.job_manager import JobManager
 
 if TYPE_CHECKING:

@@ -15,19 +15,19 @@ from collections.abc import Iterator, Mapping
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ._markdown import fence_for, fenced
     from .base import CallFormat, CallScanner, UnrepresentableCall
-    from .markdown import fence_for, fenced
 
     FormatLike = CallFormat | str
 
 _CLASSES = {  # name: (module, class), in the order the CLI lists them
-    "markdown": ("markdown", "MarkdownFormat"),
-    "xml": ("xml", "XmlFormat"),
-    "tool": ("tool", "ToolTextFormat"),
-    "hermes": ("hermes", "HermesFormat"),
-    "qwen3-coder": ("qwen3_coder", "Qwen3CoderFormat"),
-    "pythonic": ("pythonic", "PythonicFormat"),
-    "auto": ("auto", "AutoFormat"),
+    "markdown": ("_markdown", "MarkdownFormat"),
+    "xml": ("_xml", "XmlFormat"),
+    "tool": ("_tool", "ToolTextFormat"),
+    "hermes": ("_hermes", "HermesFormat"),
+    "qwen3-coder": ("_qwen3_coder", "Qwen3CoderFormat"),
+    "pythonic": ("_pythonic", "PythonicFormat"),
+    "auto": ("_auto", "AutoFormat"),
 }
 
 
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
 _CONSTANTS = {"MARKDOWN": "markdown", "XML": "xml", "TOOL": "tool", "HERMES": "hermes",
               "QWEN3_CODER": "qwen3-coder", "PYTHONIC": "pythonic", "AUTO": "auto"}
 _ELSEWHERE = {"CallFormat": "base", "CallScanner": "base", "UnrepresentableCall": "base",
-              "fence_for": "markdown", "fenced": "markdown"}
+              "fence_for": "_markdown", "fenced": "_markdown"}
 
 
 def __getattr__(name: str) -> object:

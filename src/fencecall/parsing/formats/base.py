@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Protocol, cast
 
+from .._scanner import Scanner
 from ..model import Diagnostic, ToolCall
-from ..scanner import Scanner
 from ..xmlcalls import NAME
 
 _NAME_RE = re.compile(NAME)
@@ -103,7 +103,7 @@ def check_argline(argline: str) -> None:
 
 
 class BlockCalls:
-    """Adapts the shared :class:`~fencecall.parsing.scanner.Scanner` to :class:`CallScanner`.
+    """Adapts the shared :class:`~fencecall.parsing._scanner.Scanner` to :class:`CallScanner`.
 
     The scanner must not report code blocks (``blocks="call"`` or ``"none"``): then all it
     reports are tool calls, and its own ``feed``, ``finish`` and ``parse`` are passed on as

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ...message import Message, system
 from ...parsing import FormatLike, get_format
-from ..parameters import Parameter
+from .._parameters import Parameter
 from ..spec import Example, ToolInvocation, ToolSpec, render_call
 
 NAME = "complete"

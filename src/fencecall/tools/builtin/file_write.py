@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from ...errors import ToolError
 from ...message import Message, Status, system
+from .._parameters import Parameter
 from ..hook_points import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
-from ..parameters import Parameter
 from ..runtime.file_io import atomic_write, newline_of, printable, read_existing, unified_diff
 from ..spec import Example, ToolInvocation, ToolSpec
 from ..workspace import Place, display, locate

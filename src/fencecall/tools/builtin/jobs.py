@@ -13,7 +13,7 @@ from typing import Any
 from ...errors import ToolError
 from ...message import Message, system
 from ...parsing import FormatLike
-from ..parameters import Parameter
+from .._parameters import Parameter
 from ..runtime.job_manager import JobError, JobView
 from ..runtime.output import fenced
 from ..spec import Command, Example, ToolInvocation, ToolSpec, render_call

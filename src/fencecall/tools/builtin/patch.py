@@ -6,7 +6,7 @@ from contextlib import ExitStack
 
 from ...errors import ToolError
 from ...message import Message
-from ..parameters import Parameter
+from .._parameters import Parameter
 from ..runtime.file_io import newline_of, printable, unified_diff
 from ..runtime.patching import Hunk, apply_patch, parse_patch
 from ..spec import Example, ToolInvocation, ToolSpec

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ...errors import ToolError
 from ...message import Message, system
 from ...sandbox import ResourceLimits
-from ..parameters import Parameter
+from .._parameters import Parameter
 from ..runtime.output import fenced
 from ..spec import Example, ToolInvocation, ToolSpec
 from ..tool_context import PYTHON

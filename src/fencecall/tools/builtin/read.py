@@ -9,7 +9,7 @@ from pathlib import Path
 from ...errors import ToolError
 from ...message import Message, system
 from ...parsing import UnrepresentableCall
-from ..parameters import Parameter
+from .._parameters import Parameter
 from ..runtime.file_io import decode, encode, is_binary, open_existing, printable, read_fd
 from ..runtime.output import cut_note
 from ..spec import Example, ToolInvocation, ToolSpec, render_call

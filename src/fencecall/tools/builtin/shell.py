@@ -7,7 +7,7 @@ from typing import Any
 from ...errors import ToolError
 from ...message import Message, Status, system
 from ...parsing import FormatLike
-from ..parameters import Parameter
+from .._parameters import Parameter
 from ..runtime.output import fenced
 from ..runtime.shell_policy import is_read_only
 from ..runtime.shell_session import DISK_LIMIT, ShellResult, ShellSession

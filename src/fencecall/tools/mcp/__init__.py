@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .declaration import DeclarationError, McpServerConfig, from_command_line, from_table
+from ._declaration import DeclarationError, McpServerConfig, from_command_line, from_table
 
 if TYPE_CHECKING:
-    from .connection import McpConnection, McpServerError
+    from ._connection import McpConnection, McpServerError
     from .servers import McpServers, ServerState
 
-_LAZY = {"McpConnection": "connection", "McpServerError": "connection",
+_LAZY = {"McpConnection": "_connection", "McpServerError": "_connection",
          "McpServers": "servers", "ServerState": "servers"}
 
 

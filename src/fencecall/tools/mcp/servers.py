@@ -23,9 +23,9 @@ from typing import Any
 
 from ..spec import ToolInvocation, ToolSpec
 from ..tool_context import ResourceKey, ToolContext
-from .connection import McpConnection, McpServerError
-from .convert import spec_for
-from .declaration import McpServerConfig
+from ._connection import McpConnection, McpServerError
+from ._convert import spec_for
+from ._declaration import McpServerConfig
 
 
 @dataclass

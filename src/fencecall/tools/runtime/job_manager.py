@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from ...defaults import BACKGROUND_AFTER, MAX_JOBS
-from .capture import on_disk
+from ._capture import on_disk
 from .output import cut_note
 
 TICK = 0.1

@@ -63,7 +63,7 @@ from ...sandbox import (
     start_process,
 )
 from ...sandbox.scratch import PREFIX
-from . import capture
+from . import _capture
 from .output import DEFAULT_LIMIT, joined
 
 DRIVER = Path(__file__).with_name("python_driver.py")
@@ -113,7 +113,7 @@ class PythonSession:
         self._sandbox = sandbox or Sandbox(SandboxPolicy.OFF)
         self._output_limit = output_limit
         self._disk_limit = self._sandbox.limits.output if disk_limit is None else disk_limit
-        self._out, self._err = capture.unnamed_file(), capture.unnamed_file()
+        self._out, self._err = _capture.unnamed_file(), _capture.unnamed_file()
         self._ids = itertools.count(1)
         self._proc: subprocess.Popen[bytes] | None = None
         self._lost: str | None = None
@@ -253,7 +253,7 @@ class PythonSession:
             if remaining <= 0:
                 return None, "timeout"
             if watch and self._disk_limit and \
-                    capture.on_disk(self._out, self._err) >= self._disk_limit:
+                    _capture.on_disk(self._out, self._err) >= self._disk_limit:
                 return None, "overflow"
             if len(self._pending) > REPLY_LIMIT:
                 return None, "garbled"
@@ -371,8 +371,8 @@ class PythonSession:
 
     def _take_output(self) -> tuple[str, str]:
         """What the code wrote since the last call, head and tail; the files are emptied."""
-        texts = [capture.head_and_tail(fd, self._output_limit) for fd in (self._out, self._err)]
-        capture.clear(self._out, self._err)
+        texts = [_capture.head_and_tail(fd, self._output_limit) for fd in (self._out, self._err)]
+        _capture.clear(self._out, self._err)
         return texts[0], texts[1]
 
     def _restart(self) -> None:
@@ -392,7 +392,7 @@ class PythonSession:
 
     def close(self) -> None:
         self._stop()
-        capture.close(self._out, self._err)
+        _capture.close(self._out, self._err)
 
 
 def _signal_held(pid: int) -> Literal["ignored", "had blocked"] | None:

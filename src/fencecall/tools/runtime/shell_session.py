@@ -2,7 +2,7 @@
 
 Each command is written to a file and sourced by the same bash, so ``cd`` and ``export``
 persist between calls. Its stdout and stderr go to unnamed files that fencecall holds by
-descriptor (see :mod:`.capture`) and bash inherited, and its stdin is ``/dev/null`` (a
+descriptor (see :mod:`._capture`) and bash inherited, and its stdin is ``/dev/null`` (a
 command waiting for input gets end-of-file instead of hanging the session). Every process
 bash starts stays below the process fencecall started, whatever session it moves to:
 unsandboxed, bash runs under a reaper that adopts orphans and kills them all when fencecall
@@ -27,7 +27,7 @@ than an empty tmpfs. A ``read_only`` run, which nobody confirmed, happens in a f
 read-only sandbox without network that sees the persistent shell's working directory,
 exported variables and /tmp but cannot change them; it writes nothing on the host but its
 capped output, its temporary files go to a small private tmpfs, and git runs in it with the
-repository's programs off (see :mod:`.git_guard`).
+repository's programs off (see :mod:`._git_guard`).
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ from ...sandbox import (
     tree,
     unconfirmed_filter,
 )
-from . import capture
-from .git_guard import GUARD
+from . import _capture
+from ._git_guard import GUARD
 from .job_manager import JobError, JobManager
 from .output import cut_note
 
@@ -173,7 +173,7 @@ class _Capture:
     before each command."""
 
     def __init__(self) -> None:
-        self.out, self.err, self.state = (capture.unnamed_file() for _ in range(3))
+        self.out, self.err, self.state = (_capture.unnamed_file() for _ in range(3))
         self._closed = False
 
     @property
@@ -181,17 +181,17 @@ class _Capture:
         return self.out, self.err, self.state
 
     def written(self) -> int:
-        return capture.on_disk(self.out, self.err)
+        return _capture.on_disk(self.out, self.err)
 
     def state_text(self) -> str | None:
-        data = capture.read_all(self.state, _STATE_LIMIT)
+        data = _capture.read_all(self.state, _STATE_LIMIT)
         return None if data is None else data.decode("utf-8", errors="surrogateescape")
 
     def close(self) -> None:
         """Close the files, once (a number closed twice may be another file's by then)."""
         if not self._closed:
             self._closed = True
-            capture.close(*self.fds)
+            _capture.close(*self.fds)
 
 
 class _Bash:
@@ -386,7 +386,7 @@ class _OneShot:
 
     def close(self) -> None:
         self.kill()
-        capture.close(*self._fds)
+        _capture.close(*self._fds)
 
 
 class ShellSession:
@@ -512,7 +512,7 @@ class ShellSession:
             self._restart()
         bash = self._bash
         assert bash is not None
-        capture.clear(*bash.files.fds)
+        _capture.clear(*bash.files.fds)
         marker = secrets.token_hex(8)
         restore, self._restore = self._restore, None
         out, err, state = (f"/dev/fd/{fd}" for fd in bash.files.fds)
@@ -647,10 +647,10 @@ class ShellSession:
         cannot reach the scripts and state the writable shell sources next."""
         sandbox = self._sandbox.read_only()
         state = self._state_text()
-        out, err = capture.unnamed_file(), capture.unnamed_file()
-        inputs = (capture.holding(state or ""), capture.holding(command + "\n"))
+        out, err = _capture.unnamed_file(), _capture.unnamed_file()
+        inputs = (_capture.holding(state or ""), _capture.holding(command + "\n"))
         program = unconfirmed_filter()
-        seccomp = capture.holding(program) if program is not None else None
+        seccomp = _capture.holding(program) if program is not None else None
         argv = sandbox.command([_BASH, "--noprofile", "--norc", "-c", _ONE_SHOT, "bash",
                                 *map(str, inputs)], cwd=self._cwd, seccomp=seccomp)
         kept = False
@@ -685,9 +685,9 @@ class ShellSession:
                 kill_group(proc)
             raise
         finally:
-            capture.close(seccomp)  # bwrap read it at its start
+            _capture.close(seccomp)  # bwrap read it at its start
             if not kept:
-                capture.close(out, err, *inputs)
+                _capture.close(out, err, *inputs)
 
     def _watch(self, proc: subprocess.Popen[bytes], fds: tuple[int, int],
                seconds: float) -> Literal["ended", "timeout", "overflow"]:
@@ -699,7 +699,7 @@ class ShellSession:
             left = deadline - time.monotonic()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=max(0.0, min(left, _WATCH_EVERY)))
-            if capture.on_disk(*fds) >= self._disk_limit:  # RLIMIT_FSIZE may have ended it
+            if _capture.on_disk(*fds) >= self._disk_limit:  # RLIMIT_FSIZE may have ended it
                 return "overflow"
             if proc.returncode is not None:
                 return "ended"
@@ -715,7 +715,7 @@ class ShellSession:
             return None
         fd = os.open(self._restore, os.O_RDONLY | os.O_NOFOLLOW)
         try:
-            data = capture.read_all(fd, _STATE_LIMIT)
+            data = _capture.read_all(fd, _STATE_LIMIT)
         finally:
             os.close(fd)
         return None if data is None else data.decode("utf-8", errors="surrogateescape")
@@ -725,7 +725,7 @@ class ShellSession:
         recreates them; None when it is not running or does not answer."""
         if not bash.alive():
             return None
-        capture.clear(bash.files.state)
+        _capture.clear(bash.files.state)
         marker = secrets.token_hex(8)
         line = (_save_state(f"/dev/fd/{bash.files.state}")
                 + f"builtin printf '\\n{marker} %s\\n' 0\n")
@@ -735,7 +735,7 @@ class ShellSession:
         return bash.files.state_text() if status is not None else None
 
     def _read(self, fd: int) -> str:
-        return capture.head_and_tail(fd, self._output_limit)
+        return _capture.head_and_tail(fd, self._output_limit)
 
     def _restart(self) -> None:
         bash, self._bash = self._bash, None

@@ -1,0 +1,156 @@
+"""OpenAI-compatible chat completions (OpenAI, llama.cpp, vLLM, Ollama…), streaming."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import openai
+
+from ..accounting.checks import count_of
+from ..accounting.tokens import Tally
+from ..message import Usage
+from ..tools.spec import api_name
+from ._sdk import Sdk, SdkProvider
+from .base import (
+    ChatRequest,
+    NativeCall,
+    StreamEvent,
+    TextDelta,
+    end_of_stream,
+    sampling_options,
+    tool_result_text,
+    turns,
+)
+
+DESCRIPTION_LIMIT = 1024
+
+
+def openai_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat-completions ``tools`` entry from a neutral function schema."""
+    return {"type": "function", "function": {
+        "name": schema["name"],
+        "description": schema["description"][:DESCRIPTION_LIMIT],
+        "parameters": schema["parameters"],
+    }}
+
+
+def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
+    """Our messages as chat-completions messages.
+
+    Results of native calls become ``tool`` messages after the assistant message that made
+    the calls; other system messages become marked user turns, since many servers reject
+    system messages after the first.
+    """
+    out: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
+    for kind, message in turns(request.messages):
+        if kind == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+            if calls := message.native_calls:
+                entry["tool_calls"] = [
+                    {"id": c.id, "type": "function",
+                     "function": {"name": api_name(c.name),
+                                  "arguments": json.dumps(dict(c.arguments))}}
+                    for c in calls]
+            out.append(entry)
+        elif kind == "native_result":
+            out.append({"role": "tool", "tool_call_id": message.call_id,
+                        "content": message.content})
+        elif kind == "tool_result":
+            out.append({"role": "user", "content": tool_result_text(message)})
+        else:
+            out.append({"role": "user", "content": message.content})
+    return out
+
+
+def _usage(usage: Mapping[str, Any]) -> Usage | None:
+    """Chat-completions usage: cached prompt tokens are part of ``prompt_tokens``. None where
+    a count is missing or no count (see :func:`~fencecall.accounting.checks.count_of`), or
+    more are cached than were sent: the reply is still good, and fencecall counts it."""
+    details = usage.get("prompt_tokens_details")
+    cached = count_of(details.get("cached_tokens"), 0) if isinstance(details, dict) else 0
+    prompt = count_of(usage.get("prompt_tokens"))
+    completion = count_of(usage.get("completion_tokens"))
+    if prompt is None or completion is None or cached is None or cached > prompt:
+        return None
+    return Usage(input_tokens=prompt - cached, output_tokens=completion,
+                 cache_read_tokens=cached)
+
+
+class _Chunks:
+    """Chat-completions chunks to events, for ``stream`` and ``astream`` alike: text as it
+    comes; native calls, which arrive in pieces, and the stop reason at the end."""
+
+    def __init__(self) -> None:
+        self.pending: dict[int, dict[str, str]] = {}
+        self.stop_reason: str | None = None
+        self.taken = Tally()
+
+    def feed(self, chunk: object) -> Iterator[StreamEvent]:
+        if not isinstance(chunk, dict):
+            raise TypeError(f"a chunk that is not a JSON object: {chunk!r:.80}")
+        if (usage := chunk.get("usage")) and isinstance(usage, dict) \
+                and (reported := _usage(usage)) is not None:
+            yield reported
+        if not (choices := chunk.get("choices")):
+            return
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        if content := delta.get("content"):
+            self.taken.add(content)
+            yield TextDelta(content)
+        for part in delta.get("tool_calls") or ():
+            slot = self.pending.setdefault(
+                part.get("index") or 0, {"id": "", "name": "", "args": ""})
+            if call_id := part.get("id"):
+                slot["id"] = call_id
+            if function := part.get("function"):
+                slot["name"] += function.get("name") or ""
+                piece = function.get("arguments") or ""
+                self.taken.add(piece)
+                slot["args"] += piece
+        self.stop_reason = choice.get("finish_reason") or self.stop_reason
+
+    def finish(self, where: str) -> Iterator[StreamEvent]:
+        for index in sorted(self.pending):
+            slot = self.pending[index]
+            yield NativeCall(slot["id"] or f"call_{index}", slot["name"], slot["args"] or "{}")
+        yield end_of_stream(where, self.stop_reason)
+
+
+class OpenAIProvider(SdkProvider[openai.OpenAI, openai.AsyncOpenAI, object]):
+    """Streams from any server speaking the OpenAI chat-completions protocol.
+
+    Requests go through the SDK's client (its retries, timeouts, errors and stream reading)
+    as plain JSON: our messages are already plain dicts, and the typed ``create`` call
+    re-walks them against the SDK's type hints and builds a model object per chunk, which
+    was most of a batch task's time (see ``benchmarks/batch.py``). The rest, ``astream``'s
+    gate included, is :class:`~fencecall.providers._sdk.SdkProvider`'s.
+    """
+
+    sdk = Sdk(
+        openai.OpenAI, openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, openai.APIError,
+        openai.APIConnectionError, openai.APIStatusError)
+    default_name = "openai"
+
+    def _arguments(self, request: ChatRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model, "messages": to_openai_messages(request), "stream": True,
+            "max_tokens": request.max_tokens, "stream_options": {"include_usage": True},
+            **sampling_options(request.sampling, "stop")}
+        if request.tools:
+            body["tools"] = [openai_tool(schema) for schema in request.tools]
+        return body
+
+    def _open(self, client: openai.OpenAI, arguments: dict[str, Any]) -> openai.Stream[object]:
+        return client.post("/chat/completions", body=arguments, cast_to=object, stream=True,
+                           stream_cls=openai.Stream[object])
+
+    async def _aopen(self, client: openai.AsyncOpenAI,
+                     arguments: dict[str, Any]) -> openai.AsyncStream[object]:
+        return await client.post("/chat/completions", body=arguments, cast_to=object,
+                                 stream=True, stream_cls=openai.AsyncStream[object])
+
+    def _reader(self) -> _Chunks:
+        return _Chunks()
