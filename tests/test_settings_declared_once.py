@@ -17,7 +17,7 @@ import fencecall.config as config_module
 from fencecall import defaults
 from fencecall.agent import AgentSettings
 from fencecall.assembly import Overrides, RunSettings, resolve_settings
-from fencecall.assembly._settings import PLAIN
+from fencecall.assembly._run_settings import PLAIN
 from fencecall.batch import BatchOptions
 from fencecall.batch._tasks import Task, TaskError, parse_tasks
 from fencecall.cli._arguments import build_parser

@@ -3,7 +3,7 @@
 Looked up in ``$FENCECALL_CONFIG``, else ``$XDG_CONFIG_HOME/fencecall/config.toml`` (default
 ``~/.config``). Where the file and its folders are, the providers' addresses and API keys come
 from the environment; ``FENCECALL_MODEL``, ``_FORMAT``, ``_TOOLS`` and ``_SANDBOX`` are one of
-the sources a run's settings are resolved from (:mod:`fencecall.assembly._settings`), above
+the sources a run's settings are resolved from (:mod:`fencecall.assembly._run_settings`), above
 this file. API keys (``api_key_env``) are held only in memory: nothing here is ever logged.
 Each key is declared once, by its :class:`Config` field (its default, and the reader that
 checks it); a key a setting was once called (:data:`RENAMED`) is still read as its new name.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.assembly import NoModel, Overrides, provider, resolve_settings, toolchain
-from fencecall.assembly._settings import DEFAULT_WINDOW
+from fencecall.assembly._run_settings import DEFAULT_WINDOW
 from fencecall.config import Config, ConfigError, load_config
 from fencecall.sandbox._bwrap import SandboxPolicy
 from fencecall.tools.mcp import McpServerConfig

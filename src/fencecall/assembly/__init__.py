@@ -4,7 +4,7 @@ and so does a program that wants the agent the command line would build
 (:func:`agent_from_config`)."""
 
 from ._configured import ConfiguredAgent, agent_from_config
-from ._settings import (
+from ._run_settings import (
     NO_MODEL,
     REPLY_SHARE,
     NoModel,

@@ -31,7 +31,7 @@ from ..config import (
 from ..errors import new_names, unknown_settings
 from ..execution import auto_no
 from ..tools import ConfirmFunc
-from ._settings import NO_MODEL, NoModel, Overrides, resolve_settings
+from ._run_settings import NO_MODEL, NoModel, Overrides, resolve_settings
 from .build import assemble, own_secrets
 
 if TYPE_CHECKING:

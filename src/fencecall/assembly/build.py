@@ -23,7 +23,7 @@ from ..sandbox import Sandbox, choose_sandbox
 from ..secrecy import scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, HookRegistry, Toolchain
 from ..tools.builtin import complete
-from ._settings import NO_MODEL, NoModel, RunSettings
+from ._run_settings import NO_MODEL, NoModel, RunSettings
 
 if TYPE_CHECKING:  # the agent and the providers are imported by the runs that use them
     from ..agent import Agent, Conversation, EventSink
