@@ -5,6 +5,7 @@ package alone imports no parser, so that the command line can name the formats
 (:data:`FORMATS` lists them without loading them) and start fast.
 """
 
+from ._compiled import active as is_compiled
 from ._compiled import prefer_current_sources
 
 prefer_current_sources()  # before any compiled module is imported (see ._compiled)
@@ -63,6 +64,7 @@ __all__ = [
     "ToolCall",
     "UnrepresentableCall",
     "get_format",
+    "is_compiled",
     "parse",
     "parse_calls",
     "parse_codeblocks",
