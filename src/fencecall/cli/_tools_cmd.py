@@ -13,9 +13,10 @@ from rich.table import Table
 from .. import assembly
 from ..assembly import resolve_settings
 from ..config import load_config
-from ..tools import Toolchain, ToolSpec, builtin_tools, plugin_tools
+from ..tools import Hint, Toolchain, ToolSpec, builtin_tools, plugin_tools
 from ..tools.loading import package_tools
 from ..tools.mcp.servers import McpServers, ServerState
+from ..tools.spec import server_hint
 from .options import overrides_of
 from .visible import visible_text, warn
 
@@ -29,9 +30,11 @@ def run(args: argparse.Namespace) -> int:
     with assembly.mcp_servers(env, config) or McpServers((), env={}) as servers:
         chain = assembly.toolchain(settings, config, servers, warn=warn)
         allowlist = settings.tools
+        # the tags the "from" column says already
+        sources = {Hint.MCP, *(server_hint(state.config.name) for state in servers.states)}
         table = Table("tool", "from", "hints", "loaded", box=None, pad_edge=False)
         for spec, source, reason in _rows(chain, servers, config.tool_packages, allowlist):
-            hints = ", ".join(sorted(h for h in spec.hints if not h.startswith("mcp")))
+            hints = ", ".join(sorted(spec.hints - sources))
             table.add_row(visible_text(spec.name), visible_text(source), hints,
                           visible_text(reason or "yes"))
         console.print(table)

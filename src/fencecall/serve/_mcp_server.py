@@ -36,7 +36,7 @@ from ..execution import Session
 from ..execution.confirm_policy import auto_no
 from ..message import Message
 from ..parsing import ToolCall
-from ..tools import ConfirmFunc, ConfirmRequest, Toolchain, ToolSpec
+from ..tools import ConfirmFunc, ConfirmRequest, Hint, Toolchain, ToolSpec
 from ._guards import BearerGuard, HostGuard, canonical_host
 
 SessionFactory = Callable[[ConfirmFunc], Session]
@@ -179,13 +179,13 @@ def _confirm_text(request: ConfirmRequest) -> str:
 
 def _tool(spec: ToolSpec) -> types.Tool:
     description = "\n\n".join(part for part in (spec.desc, spec.instructions) if part)
-    read_only = "read-only" in spec.hints
+    read_only = Hint.READ_ONLY in spec.hints
     return types.Tool(
         name=spec.name, description=description, input_schema=spec.json_schema(),
         annotations=types.ToolAnnotations(
             read_only_hint=read_only,
             destructive_hint=not read_only,
-            open_world_hint="exec" in spec.hints))
+            open_world_hint=Hint.EXEC in spec.hints))
 
 
 def _result(messages: list[Message]) -> types.CallToolResult:

@@ -10,7 +10,7 @@ from ._hooks import Block, Hook, HookPoint, HookRegistry
 from ._parameters import ArgumentError, Parameter
 from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
 from .registry import Toolchain, UnknownToolError
-from .spec import Command, Example, ToolInvocation, ToolSpec, render_call
+from .spec import Command, Example, Hint, ToolInvocation, ToolSpec, render_call
 from .tool_context import ConfirmFunc, ConfirmRequest, ResourceKey, TextFiles, ToolContext
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "ConfirmFunc",
     "ConfirmRequest",
     "Example",
+    "Hint",
     "Hook",
     "HookPoint",
     "HookRegistry",

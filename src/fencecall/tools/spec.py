@@ -13,6 +13,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal, Union
 
 from ..message import Message
@@ -21,6 +22,28 @@ from ..parsing.xmlcalls import NAME
 from ._hooks import Hook
 from ._parameters import ArgumentError, Parameter, ParamType, check_schema, validate
 from .tool_context import ConfirmRequest, ToolContext
+
+
+class Hint(StrEnum):
+    """What fencecall itself reads in a tool's :attr:`ToolSpec.hints` (a tool may add tags of
+    its own, which ``--tools hint:TAG`` selects too)."""
+
+    READ_ONLY = "read-only"
+    """It changes nothing: it runs without asking, and an MCP client is told so."""
+    EXEC = "exec"
+    """It runs code or commands (an MCP client is told it reaches an open world)."""
+    FILES = "files"
+    """It reads or writes files in the workspace."""
+    DESTRUCTIVE = "destructive"
+    """An MCP server's tool that may destroy what it changes."""
+    MCP = "mcp"
+    """A tool of an MCP server (the server's own tag is :func:`server_hint`)."""
+
+
+def server_hint(server: str) -> str:
+    """The tag of the tools of MCP server ``server`` (``--tools hint:mcp:NAME``)."""
+    return f"{Hint.MCP}:{server}"
+
 
 ExecuteResult = Message | str | Iterable[Message | str] | None
 Execute = Callable[["ToolInvocation"], ExecuteResult]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ...message import Message, system
 from ...parsing import FormatLike, get_format
 from .._parameters import Parameter
-from ..spec import Example, ToolInvocation, ToolSpec, render_call
+from ..spec import Example, Hint, ToolInvocation, ToolSpec, render_call
 
 NAME = "complete"
 NO_SUMMARY = "The task is complete (no summary was given)."
@@ -51,7 +51,7 @@ tool = ToolSpec(
     ends_run=True,
     disabled_by_default=True,  # loaded by autonomous runs, or when named in --tools
     load_priority=50,  # the last step of a task: said last in the prompt
-    hints=frozenset({"read-only"}),  # changes nothing: runs without asking
+    hints=frozenset({Hint.READ_ONLY}),  # changes nothing: runs without asking
     examples=(
         Example.call(summary="Added test_args.py; it passes."),
         Example.result("Added test_args.py; it passes."),

@@ -9,7 +9,7 @@ from ...message import Message, Status, system
 from .._parameters import Parameter
 from ..hook_points import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
 from ..runtime.file_io import atomic_write, newline_of, printable, read_existing, unified_diff
-from ..spec import Example, ToolInvocation, ToolSpec
+from ..spec import Example, Hint, ToolInvocation, ToolSpec
 from ..workspace import Place, display, locate
 from .placeholders import kind_of, only_placeholder, placeholder_lines
 
@@ -178,7 +178,7 @@ def _file_tool(name: str, desc: str, instructions: str, markdown: str,
                     instructions_format={"markdown": markdown}, examples=examples,
                     execute=execute_write, parameters=PATH_AND_CONTENT, content_param="content",
                     argline_param="path", confirm=worth_asking, preview=preview,
-                    hints=frozenset({"files"}))
+                    hints=frozenset({Hint.FILES}))
 
 
 save = _file_tool(

@@ -9,7 +9,7 @@ from ...message import Message
 from .._parameters import Parameter
 from ..runtime.file_io import newline_of, printable, unified_diff
 from ..runtime.patching import Hunk, apply_patch, parse_patch
-from ..spec import Example, ToolInvocation, ToolSpec
+from ..spec import Example, Hint, ToolInvocation, ToolSpec
 from ..workspace import Place, display
 from .file_write import allowed, read_text, target, write_file
 
@@ -67,7 +67,7 @@ tool = ToolSpec(
     argline_param="path",
     confirm=allowed,
     preview=preview,
-    hints=frozenset({"files"}),
+    hints=frozenset({Hint.FILES}),
     examples=(
         Example.call(path="hello.py", patch='<<<<<<< ORIGINAL\nprint("Hello world")\n=======\n'
                      'print("Hello, fencecall")\n>>>>>>> UPDATED'),

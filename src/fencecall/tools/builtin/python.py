@@ -9,7 +9,7 @@ from ...message import Message, system
 from ...sandbox import ResourceLimits
 from .._parameters import Parameter
 from ..runtime.output import fenced
-from ..spec import Example, ToolInvocation, ToolSpec
+from ..spec import Example, Hint, ToolInvocation, ToolSpec
 from ..tool_context import PYTHON
 
 if TYPE_CHECKING:  # the interpreter's machinery is imported by the first python call
@@ -86,7 +86,7 @@ tool = ToolSpec(
     load_priority=-20,
     confirm=True,
     preview=lambda invocation: invocation.kwargs["code"],
-    hints=frozenset({"exec"}),
+    hints=frozenset({Hint.EXEC}),
     examples=(
         Example.user("what is 2**100?"),
         Example.call(code="2**100"),

@@ -12,7 +12,7 @@ from ...parsing import UnrepresentableCall
 from .._parameters import Parameter
 from ..runtime.file_io import decode, encode, is_binary, open_existing, printable, read_fd
 from ..runtime.output import cut_note
-from ..spec import Example, ToolInvocation, ToolSpec, render_call
+from ..spec import Example, Hint, ToolInvocation, ToolSpec, render_call
 from ..workspace import Place, display, locate
 
 MAX_BYTES = 10_000_000
@@ -183,7 +183,7 @@ tool = ToolSpec(
     ),
     content_param="paths",
     argline_param="path",
-    hints=frozenset({"files", "read-only"}),
+    hints=frozenset({Hint.FILES, Hint.READ_ONLY}),
     examples=(Example.call(path="hello.py"),
               Example.result('hello.py (lines 1-1 of 1):\n1  print("Hello world")')),
 )

@@ -11,7 +11,7 @@ from .._parameters import Parameter
 from ..runtime.output import fenced
 from ..runtime.shell_policy import is_read_only
 from ..runtime.shell_session import DISK_LIMIT, ShellResult, ShellSession
-from ..spec import Example, ToolInvocation, ToolSpec
+from ..spec import Example, Hint, ToolInvocation, ToolSpec
 from ..tool_context import SHELL
 from .jobs import how_to_follow
 
@@ -121,7 +121,7 @@ tool = ToolSpec(
     load_priority=-30,  # the tools most tasks need come first in the prompt
     confirm=lambda invocation: not runs_read_only(invocation),
     preview=lambda invocation: invocation.kwargs["command"],
-    hints=frozenset({"exec"}),
+    hints=frozenset({Hint.EXEC}),
     requires=("jobs",),  # its background jobs are read and ended there
     examples=(
         Example.user("list the files"),

@@ -24,7 +24,7 @@ from typing import Any
 
 from ...message import Message, Status, system
 from .._parameters import Parameter, ParamType
-from ..spec import ToolInvocation, ToolSpec
+from ..spec import Hint, ToolInvocation, ToolSpec, server_hint
 from ..tool_context import ToolContext
 from ..workspace import open_real_folder
 from ._declaration import McpServerConfig
@@ -60,11 +60,11 @@ def spec_for(config: McpServerConfig, tool: Any, call_server: CallServer) -> Too
     read_only = bool(annotations and annotations.read_only_hint)
     destructive = not read_only and (annotations is None
                                      or annotations.destructive_hint is not False)
-    hints = {"mcp", f"mcp:{config.name}"}
+    hints = {Hint.MCP, server_hint(config.name)}
     if read_only:
-        hints.add("read-only")
+        hints.add(Hint.READ_ONLY)
     if destructive:
-        hints.add("destructive")
+        hints.add(Hint.DESTRUCTIVE)
     name = tool_name(config.name, tool.name)
     server_tool = tool.name
 
