@@ -66,13 +66,15 @@ class Outcome(StrEnum):
 
     @property
     def exit_code(self) -> int:
-        """The command's exit status for a run that ended so: 0 done, 3 a budget, 4 the time
-        limit, 130 Ctrl-C (the shell's), 1 anything else (2 is a usage error)."""
+        """The command's exit status for a run that ended so, for a script to branch on: 0
+        done, 1 an error (the model's server failed), 3 to 5 a limit (3 a budget, 4 the time
+        limit, 5 the step limit), 6 the agent gave up, 130 Ctrl-C (the shell's); 2 is a usage
+        or configuration error, before any run."""
         return _EXIT_CODES.get(self, 1)
 
 
 _EXIT_CODES = {Outcome.DONE: 0, Outcome.BUDGET: 3, Outcome.TIME_LIMIT: 4,
-               Outcome.INTERRUPTED: 130}
+               Outcome.STEP_LIMIT: 5, Outcome.GAVE_UP: 6, Outcome.INTERRUPTED: 130}
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,7 +153,7 @@ def test_step_limit(fencecall: CLI, tmp_path: Path) -> None:
     with FakeModelServer(loop) as server:
         result = fencecall("-y", "--model", "local/m", "--name", "lim", "--max-steps", "2",
                            "loop", base_url=server.openai_url)
-    assert result.returncode == 1
+    assert result.returncode == 5  # the step limit
     assert len(server.requests) == 2
     assert "step limit" in result.stdout
     assert log_of(tmp_path, "lim")[-1]["metadata"] == {"ending": "step-limit"}
