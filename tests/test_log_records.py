@@ -13,8 +13,14 @@ from hypothesis import strategies as st
 from fencecall.log_records import from_record, to_record
 from fencecall.message import (
     CallRecord,
+    CannotRun,
+    Compacted,
+    Completion,
+    JobEnded,
+    LimitReached,
     Message,
     NativeCallRecord,
+    Nudge,
     Outcome,
     ReplyRecord,
     Status,
@@ -26,6 +32,18 @@ counts = st.integers(min_value=0, max_value=10**9)
 plain_metadata = st.dictionaries(st.sampled_from(["timed_out", "note", "hint"]),
                                  st.booleans() | words, max_size=2)
 times = st.datetimes(timezones=st.just(UTC))
+names = st.tuples(words) | st.tuples(words, words)
+notes = st.one_of(
+    st.sampled_from(Nudge), st.just(Completion()), st.builds(LimitReached, words),
+    st.builds(JobEnded, st.integers(1, 99), words),
+    st.builds(Compacted, st.integers(0, 99), st.integers(0, 99),
+              st.sampled_from(["summary", "drop"])),
+    st.builds(CannotRun, words, st.just(()) | names, st.just(()) | names,
+              st.none() | st.integers(1, 99)),
+    st.builds(CannotRun, st.none(), names, st.just(()) | names,
+              st.none() | st.integers(1, 99)),
+    st.builds(CannotRun, st.none(), st.just(()), names, st.none() | st.integers(1, 99)))
+"""Every kind of note, each as the log can hold it (a CannotRun says at least one thing)."""
 
 
 @st.composite
@@ -40,7 +58,8 @@ def results(draw: st.DrawFn) -> Message:
     return Message("system", draw(st.text()), draw(st.none() | words), draw(times),
                    draw(plain_metadata), tool=tool,
                    status=draw(st.none() | st.sampled_from(Status)), exit_code=exit_code,
-                   call=call, ending=draw(st.none() | st.sampled_from(Outcome)))
+                   call=call, ending=draw(st.none() | st.sampled_from(Outcome)),
+                   note=draw(st.none() | notes))
 
 
 @st.composite
