@@ -49,7 +49,8 @@ def test_a_real_small_model_drives_the_chat(llama_server_url: str, tmp_path: Pat
         name = f"{fmt}-{prompt}-{index}"
         result = _chat(llama_server_url, tmp_path, name, "--format", fmt, "--prompt", prompt,
                        "--temperature", "0", task)
-        assert result.returncode in (0, 1), result.stderr  # done, or a limit: never a crash
+        # done, the step limit or giving up (a small model often does): never a crash
+        assert result.returncode in (0, 5, 6), result.stderr
         assert "Traceback" not in result.stderr
         records = _log(tmp_path, name)
         assert records[0]["role"] == "user" and records[0]["content"] == task
