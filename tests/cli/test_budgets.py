@@ -82,7 +82,7 @@ def test_the_time_limit_ends_a_running_command_and_the_run(fencecall: CLI,
                            base_url=server.openai_url)
         took = time.monotonic() - started
     assert result.returncode == 4, result.stderr
-    assert took < 7, took
+    assert took < 9, took  # the limit, a start and a stop on a busy machine: not the sleep
     assert "Stopped by the time limit" in result.stdout
     assert len(server.requests) == 1
     left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
