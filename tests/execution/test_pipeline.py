@@ -8,6 +8,7 @@ from fencecall.execution import Session, auto_yes, resolve
 from fencecall.message import CannotRun, Message, Status
 from fencecall.parsing import parse_calls
 from fencecall.tools import (
+    Allow,
     Block,
     Command,
     ConfirmRequest,
@@ -207,6 +208,16 @@ def test_confirmation_declines_by_default_and_shows_preview(toolchain: Toolchain
     assert asked[0].kwargs == {"path": "notes.txt", "content": "hello"}
     assert run(Session(toolchain, workspace=tmp_path, confirm=auto_yes), text) == [
         "wrote notes.txt"]
+
+
+def test_a_pre_hook_may_allow_a_call_without_asking_but_a_block_wins(
+        toolchain: Toolchain, tmp_path: Path) -> None:
+    text = f"{F}write notes.txt\nhello\n{F}\n"
+    session = Session(toolchain, workspace=tmp_path)  # nobody to ask: declined
+    session.hooks.add(TOOL_PRE_EXECUTE, lambda d: Allow("rule write(notes.txt)"))
+    assert run(session, text) == ["wrote notes.txt"]
+    session.hooks.add(TOOL_PRE_EXECUTE, lambda d: Block("rule deny write(*)"), priority=-1)
+    assert run(session, text) == ["The write call was blocked: rule deny write(*)"]
 
 
 def test_per_call_confirmation_rule(tmp_path: Path) -> None:

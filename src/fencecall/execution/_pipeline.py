@@ -4,7 +4,8 @@
 provider's native calls) and runs them in order:
 
     message pre hooks (may block) → for each call: resolve → bind arguments → tool pre hooks
-    (may block) → confirmation → the tool (timed) → tool post hooks → message post hooks
+    (may block, or allow the call without confirmation) → confirmation → the tool (timed) →
+    tool post hooks → message post hooks
 
 Every failure on the way, an exception in a tool included, becomes a ``system`` message with
 a :class:`~fencecall.message.Status` (so does a call of a known tool this run did not load,
@@ -294,14 +295,14 @@ def _results(session: CallRunner, use: ToolUse, history: tuple[Message, ...],
 
 
 def _run(invocation: ToolInvocation, history: tuple[Message, ...]) -> Iterator[Message]:
-    """Pre hooks, confirmation, then the tool itself."""
+    """Pre hooks, confirmation (unless a pre hook allowed the call), then the tool itself."""
     spec, context = invocation.spec, invocation.context
     pre = context.hooks.run(TOOL_PRE_EXECUTE, ToolPreExecute(invocation, history))
     yield from pre.messages
     if pre.blocked is not None:
         yield system(f"The {spec.name} call was blocked: {pre.blocked.reason}", Status.BLOCKED)
         return
-    if _needs_confirmation(invocation):
+    if pre.allowed is None and _needs_confirmation(invocation):
         preview = spec.preview(invocation) if spec.preview else None
         if not invocation.confirm(f"Run {spec.name}?", preview):
             yield system(f"The {spec.name} call was not confirmed, so it did not run.",

@@ -6,7 +6,7 @@ model what went wrong) and the hook points in :mod:`fencecall.tools.hook_points`
 """
 
 from ..errors import ToolError
-from ._hooks import Block, Hook, HookPoint, HookRegistry
+from ._hooks import Allow, Block, Hook, HookPoint, HookRegistry
 from ._parameters import ArgumentError, Parameter
 from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
 from .registry import Toolchain, UnknownToolError
@@ -14,6 +14,7 @@ from .spec import Command, Example, Hint, ToolInvocation, ToolSpec, render_call
 from .tool_context import ConfirmFunc, ConfirmRequest, ResourceKey, TextFiles, ToolContext
 
 __all__ = [
+    "Allow",
     "ArgumentError",
     "Block",
     "Command",

@@ -2,8 +2,9 @@
 
 Each hook point carries its own data type, so a hook for ``TOOL_PRE_EXECUTE`` is checked to
 take a :class:`~fencecall.tools.hook_points.ToolPreExecute`. A hook may return nothing, messages to
-add, or a :class:`Block` to stop what is about to happen (pre hooks only). Higher priorities
-run first. The points themselves and their data types are in :mod:`fencecall.tools.hook_points`.
+add, a :class:`Block` to stop what is about to happen, or an :class:`Allow` to let a call run
+without asking (pre hooks only; a Block from any hook wins). Higher priorities run first.
+The points themselves and their data types are in :mod:`fencecall.tools.hook_points`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ class Block:
     reason: str
 
 
-HookReturn = Message | str | Block | Iterable[Message | str | Block] | None
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """Returned by a pre hook to let the call run without asking the user (a permission
+    rule, a user's hook said so); ``reason`` says which. A Block from any hook still wins."""
+
+    reason: str
+
+
+HookReturn = Message | str | Block | Allow | Iterable[Message | str | Block | Allow] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +57,8 @@ class Hook(Generic[T]):
 class HookOutcome:
     messages: list[Message] = field(default_factory=list)
     blocked: Block | None = None
+    allowed: Allow | None = None
+    """The first Allow (where nothing blocked): the call needs no confirmation."""
 
 
 class HookRegistry:
@@ -79,7 +90,8 @@ class HookRegistry:
             return tuple(self._hooks.get(point.name, ()))
 
     def run(self, point: HookPoint[T], data: T) -> HookOutcome:
-        """Run the hooks of ``point`` in priority order; the first Block stops the rest.
+        """Run the hooks of ``point`` in priority order; the first Block stops the rest (an
+        Allow does not: a later hook may still block).
 
         A hook that raises is reported as a system message and, at a point that can block,
         blocks: a guard that crashed must not let the action through.
@@ -89,11 +101,14 @@ class HookRegistry:
             try:
                 returned = hook.func(data)
                 items = returned if isinstance(returned, Iterable) and not isinstance(
-                    returned, str | Message | Block) else [returned]
+                    returned, str | Message | Block | Allow) else [returned]
                 for item in items:
                     if isinstance(item, Block):
                         if point.can_block:
                             outcome.blocked = item
+                    elif isinstance(item, Allow):
+                        if point.can_block and outcome.allowed is None:
+                            outcome.allowed = item
                     elif isinstance(item, str):
                         outcome.messages.append(system(item))
                     elif isinstance(item, Message):
