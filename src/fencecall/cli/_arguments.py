@@ -28,6 +28,7 @@ DEFAULT_FORMAT = "markdown"
 (written out so that ``--help`` loads no format to learn it; a test checks it)."""
 
 COMMANDS = ("parse", "run", "chat", "list", "stats", "tools", "mcp", "batch", "acp")
+OUTPUT_FORMATS = ("text", "json", "stream-json")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
 """Strictest first: ``--resume`` restores no policy looser than the one in force."""
 KEEP_WORKSPACES = ("all", "failed", "none")
@@ -124,6 +125,21 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                              "8192 tokens or less, else full)")
 
 
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    """How a run with a prompt talks to a script: JSON out, and JSON prompts in."""
+    parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
+                        help="text for a person (default); json: only the final result "
+                             "object; stream-json: one JSON event per line as it happens "
+                             "(nobody is asked: without -y, calls that need a yes are "
+                             "declined)")
+    parser.add_argument("--include-partial", action="store_true",
+                        help="with --output-format stream-json: the reply's text as it "
+                             "streams too (text_delta events)")
+    parser.add_argument("--input-format", choices=("text", "stream-json"), default="text",
+                        help="stream-json: read user messages as JSON lines on stdin, one "
+                             "prompt each, each answered by a result line")
+
+
 def _add_request_timeout(parser: argparse.ArgumentParser, old: str | None = None) -> None:
     """``--request-timeout``, the ``request_timeout`` of the configuration; ``old`` is the
     flag's former name, kept working but no longer shown."""
@@ -166,7 +182,10 @@ def _add_reply_commands(commands: Commands) -> None:
         description="Execute the tool calls in REPLY (a saved model reply; - for stdin) and "
                     "print their results. Exits 1 if any call failed, was blocked or declined.")
     run.add_argument("reply", metavar="REPLY")
-    run.add_argument("--json", action="store_true", help="print the results as JSON")
+    run.add_argument("--json", action="store_true", help="print the results as a JSON list")
+    run.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
+                     help="json: only a final result object; stream-json: the calls and "
+                          "results as JSON events, one per line (default: text)")
     _add_tool_options(run, DEFAULT_FORMAT)
     run.set_defaults(handler="fencecall.cli._run_cmd:run")
 
@@ -180,6 +199,7 @@ def _add_chat_commands(commands: Commands) -> None:
     chat.add_argument("--name", help="name for a new conversation")
     chat.add_argument("--resume", "-r", metavar="NAME", help="continue a conversation")
     _add_model_options(chat)
+    _add_output_options(chat)
     chat.add_argument("--autonomous", action=argparse.BooleanOptionalAction, default=None,
                       help="with PROMPT: only the complete tool ends the run done; a reply "
                            "without a tool call gets a reminder (default: the config's "

@@ -11,32 +11,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from shlex import quote
-from typing import Any
 
 from rich.console import Console
 
 from .. import telemetry
 from ..agent import Agent, Conversation
 from ..agent.conversation import PRIVATE_FILE, private_folder
-from ..assembly import NO_MODEL, NoModel, Overrides, RunSettings, assemble, resolve_settings
 from ..config import Config, load_config
-from ..errors import UserError
 from ..message import Outcome
-from ..parsing import FORMATS
 from ..providers import ProviderError
-from ..tools import Toolchain
-from ..tools.registry import is_file_entry
-from ._arguments import SANDBOX_POLICIES
+from ._agent_from_flags import Frontend, build_agent
 from ._title import show_running_tools
 from .confirm_prompt import choose_confirm
 from .display import Display
-from .options import overrides_of
 from .slash import ExitChat, run_slash
-from .visible import visible, visible_text, warn
+from .visible import visible_text
 
 
 def list_conversations(args: argparse.Namespace) -> int:
@@ -51,201 +40,11 @@ def list_conversations(args: argparse.Namespace) -> int:
     return 0
 
 
-def _resumed(args: argparse.Namespace, config: Config,
-             flags: Overrides) -> tuple[Conversation | None, Overrides]:
-    """The conversation ``--resume`` names, its notes said once, and what its remembered
-    settings give the run where the command line says nothing, as far as :func:`_restore`
-    allows."""
-    if not args.resume:
-        return None, Overrides()
-    conversation = Conversation.open(config.home, args.resume)
-    restored = _restore(conversation.settings, flags, resolve_settings(config, flags),
-                        config.tool_packages, args.resume)
-    for note in conversation.notes + restored.notes:
-        print(f"fencecall: note: {visible(note)}", file=sys.stderr)
-    said = f" with {', '.join(restored.applied)}" if restored.applied else ""
-    print(f"fencecall: resumed {conversation.name}{visible(said)}", file=sys.stderr)
-    print(f"fencecall: {_spent(conversation, config)} (budgets and the time limit count from "
-          "now)", file=sys.stderr)
-    if restored.refused:
-        print(f"fencecall: not restored from the log: {visible('; '.join(restored.refused))}",
-              file=sys.stderr)
-    return conversation, restored.overrides
-
-
-def _spent(conversation: Conversation, config: Config) -> str:
-    """What the conversation spent so far, as ``fencecall stats`` counts it."""
-    from ..agent.stats import collect
-
-    stats = collect([conversation.messages], lambda model: config.model_settings(model).price)
-    tokens = sum(sum(model.tokens.values()) for model in stats.models.values())
-    cost = stats.cost
-    money = "cost unknown" if cost is None else f"${cost:.4f}"
-    return f"spent so far {tokens:,} tokens, {money}"
-
-
-@dataclass
-class Restored:
-    """What a log's settings give the run (``overrides``, said as ``model=...``), what it
-    asked for but did not get (with the flag that gives it), and what in it made no sense."""
-
-    overrides: Overrides = field(default_factory=Overrides)
-    applied: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-
-def _restore(saved: Mapping[str, Any], flags: Overrides, current: RunSettings,
-             packages: Sequence[str], name: str) -> Restored:
-    """The settings a log remembers that the command line (``flags``) leaves out, except what
-    would let the model do more than this run (``current``, the settings without the log)
-    does: the model may have written the log. So a sandbox looser than the current one, the
-    network, extra roots, MCP servers (whose commands run at start) and tool files (whose
-    code runs in this process) stay as the command line says; a workspace is taken only
-    inside the folder this command would use. ``packages`` are the configured tool
-    packages."""
-    restored = Restored()
-    given: dict[str, Any] = {}
-
-    def value(key: str, valid: Callable[[Any], bool], expected: str) -> Any:
-        """``saved[key]`` when it is valid; None, and a note, when it is there but not."""
-        found = saved.get(key)
-        if found is None or valid(found):
-            return found
-        restored.notes.append(f"the log's {key} ({repr(found)[:80]}) is not {expected}; "
-                              "ignored")
-        return None
-
-    def apply(key: str, found: Any, shown: str) -> None:
-        given[key] = found
-        restored.applied.append(f"{key}={shown}")
-
-    if flags.model is None and (model := value("model", _is_text, "text")):
-        apply("model", model, model)
-    if flags.format is None and (fmt := value("format", lambda v: _is_text(v) and v in FORMATS,
-                                              f"one of {', '.join(FORMATS)}")):
-        apply("format", fmt, fmt)
-    if flags.tools is None and (tools := value("tools", _is_text, "text")) and (
-            names := _restorable_tools(tools, current.tools, packages, restored)):
-        apply("tools", names, ",".join(names))
-    if flags.sandbox is None and (policy := value(
-            "sandbox", lambda v: _is_text(v) and v in SANDBOX_POLICIES,
-            f"one of {', '.join(SANDBOX_POLICIES)}")):
-        if SANDBOX_POLICIES.index(policy) <= SANDBOX_POLICIES.index(current.sandbox):
-            apply("sandbox", policy, policy)
-        else:
-            restored.refused.append(f"sandbox={policy} (pass --sandbox {policy} to use it)")
-    if flags.network is None and value("network", lambda v: isinstance(v, bool),
-                                       "true or false") and not current.network:
-        restored.refused.append("network (pass --network to use it)")
-    if flags.workspace is None and (folder := value("workspace", _is_text, "text")):
-        workspace = _workspace_within(Path(folder), name)
-        apply("workspace", workspace, str(workspace))
-    if not flags.roots and (roots := value("roots", _is_texts, "a list of text")):
-        shown = " ".join(f"--root {quote(root)}" for root in roots)
-        restored.refused.append(f"roots {', '.join(roots)} (pass {shown} to use them)")
-    if not flags.mcp and (servers := value("mcp", _is_texts, "a list of text")):
-        restored.refused += [f"mcp server {text.partition('=')[0]!r} (pass --mcp "
-                             f"{quote(text)} to use it)" for text in servers]
-    restored.overrides = Overrides(**given)
-    return restored
-
-
-def _restorable_tools(tools: str, configured: Sequence[str] | None, packages: Sequence[str],
-                      restored: Restored) -> tuple[str, ...]:
-    """The log's tool list as far as it may be restored: no tool files (their code would run
-    in this process), and nothing beyond the configured tools; what is left out is said in
-    ``restored.refused``."""
-    entries = [entry.strip() for entry in tools.split(",") if entry.strip()]
-    restored.refused += [f"tool file {entry} (pass --tools {quote(tools)} to load it)"
-                         for entry in entries if is_file_entry(entry)]
-    names = [entry for entry in entries if not is_file_entry(entry)]
-    if names and _within_configured(names, configured, packages):
-        return tuple(names)
-    if names:
-        restored.refused.append(f"tools {','.join(names)}, more than the configured ones "
-                                f"(pass --tools {quote(','.join(names))} to use them)")
-    return ()
-
-
-def _within_configured(entries: list[str], configured_list: Sequence[str] | None,
-                       packages: Sequence[str]) -> bool:
-    """Whether the tool list ``entries`` selects only tools the configured list selects (an
-    entry no built-in, plugin or package tool answers, an MCP glob say, only if the
-    configuration names it too): the log may narrow the tools, never widen them."""
-    try:
-        configured = set(Toolchain.build(configured_list, packages=packages).names())
-        for entry in entries:
-            selected = set(Toolchain.build([entry], packages=packages).names())
-            if not selected <= configured or (
-                    not selected and configured_list is not None
-                    and entry not in configured_list):
-                return False
-    except UserError:  # an entry that names no tool
-        return False
-    return True
-
-
-def _workspace_within(recorded: Path, name: str) -> Path:
-    """The recorded workspace when it is the folder this command would work in, or inside
-    it: the model may write there, so the log may narrow it but never move or widen it.
-    Otherwise the user chooses, as silently working elsewhere would put the conversation's
-    work in a folder it never saw."""
-    here, there = Path.cwd().resolve(), recorded.resolve()
-    if there != here and here not in there.parents:
-        raise UserError(f"conversation {name!r} worked in {recorded}, but this command would "
-                        f"work in {here}: pass --workspace {quote(str(recorded))} to continue "
-                        f"there, or --workspace . to continue here")
-    if there.exists() and not there.is_dir():
-        raise UserError(f"conversation {name!r} worked in {recorded}, which is not a folder "
-                        "now: pass --workspace to choose one")
-    return there
-
-
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str) and value != "" and "\0" not in value
-
-
-def _is_texts(value: Any) -> bool:
-    return isinstance(value, list) and all(_is_text(item) for item in value)
-
-
-def build_agent(args: argparse.Namespace, config: Config, console: Console,
-                display: Display) -> Agent:
-    """The agent the command line asks for: its settings from the flags, then a resumed
-    log's, then the environment and the configuration."""
-    flags = overrides_of(args)
-    if _interactive(args):
-        if args.autonomous:
-            raise UserError("--autonomous is for a prompt given on the command line or on "
-                            "stdin (or fencecall batch): in an interactive chat you decide "
-                            "when the task is done")
-        flags = replace(flags, autonomous=False)
-    resumed, restored = _resumed(args, config, flags)
-    settings = resolve_settings(config, flags, restored, ask_server=True)
-    if settings.model is None:
-        raise NoModel(NO_MODEL)
-    tools = args.tools or (",".join(restored.tools) if restored.tools else None)
-
-    def logged() -> Conversation:
-        conversation = resumed or Conversation.create(config.home, args.name)
-        conversation.remember({
-            "model": settings.model, "format": settings.format.name, "tools": tools,
-            "workspace": str(settings.workspace),
-            "roots": [str(r) for r in settings.roots[1:]], "sandbox": str(settings.sandbox),
-            "mcp": list(args.mcp), "network": settings.network})
-        return conversation
-
-    return assemble(settings, config, confirm=choose_confirm(console, yes=args.yes),
-                    conversation=logged, on_event=display, warn=warn)
-
-
-def _interactive(args: argparse.Namespace) -> bool:
-    """Whether the command opens a chat: no prompt, neither as arguments nor on stdin."""
-    return not args.prompt and sys.stdin.isatty()
-
-
 def run(args: argparse.Namespace) -> int:
+    if args.output_format != "text" or args.input_format != "text":
+        from ._headless import run_headless
+
+        return run_headless(args)
     config = load_config()
     with telemetry.using(telemetry.from_settings(config.telemetry,
                                                  content=config.telemetry_content)):
@@ -255,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, config: Config) -> int:
     console = Console(highlight=False)
     display = Display(console)
-    agent = build_agent(args, config, console, display)
+    agent = build_agent(args, config, Frontend(choose_confirm(console, yes=args.yes), display))
     outcome = Outcome.DONE
     try:
         if args.prompt:

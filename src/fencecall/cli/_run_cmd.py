@@ -1,4 +1,5 @@
-"""``fencecall run REPLY``: execute the tool calls in a saved model reply.
+"""``fencecall run REPLY``: execute the tool calls in a saved model reply (as JSON events
+with ``--output-format``: see :mod:`._headless_run`).
 
 It exits 1 when a call did not do its job: it failed, was blocked or declined, could not be
 read, or called a tool this run did not load (each such block is answered in its place).
@@ -32,6 +33,10 @@ def _result_json(message: Message) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     text = read_text(args.reply)
+    if args.output_format != "text":
+        from ._headless_run import run_reply_as_json
+
+        return run_reply_as_json(args, text)
     console = Console(stderr=args.json, highlight=False)
     config = load_config()
     confirm = choose_confirm(console, yes=args.yes)
