@@ -109,6 +109,10 @@ SETUPS: dict[str, Setup] = {
         Reply("TH"), Reply(f"{F}shell\necho hello\n{F}\n"),
         Reply(f"{F}complete\nPrinted hello with the shell.\n{F}\n"),
     )),
+    # a script reading a run's JSON events: a shell call, then its answer
+    '"--output-format", "stream-json"': Setup(replies=(
+        Reply(f"{F}shell\necho hello\n{F}\n"), Reply("It printed hello."),
+    )),
     # telemetry of a run of a saved reply, sent to a collector
     "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318": Setup(otlp=True),
 }
