@@ -4,7 +4,9 @@ adapters on a real session's hook points (real commands, no model)."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -43,6 +45,18 @@ def test_what_a_hook_left_running_is_killed_with_it(tmp_path: Path) -> None:
     done = run_hook(sh(f"sleep 30 & echo $! > {pid}").argv, b"", cwd=tmp_path,
                     env={"PATH": "/usr/bin:/bin"}, timeout=10)
     assert done.exit_code == 0
+    assert gone(int(pid.read_text()))
+
+
+def test_ctrl_c_stops_a_running_hook(tmp_path: Path) -> None:
+    pid = tmp_path / "pid"
+    timer = threading.Timer(1.0, signal.raise_signal, [signal.SIGINT])
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_hook(sh(f"echo $$ > {pid}; exec sleep 30").argv, b"", cwd=tmp_path,
+                 env={"PATH": "/usr/bin:/bin"}, timeout=60)
+    assert time.monotonic() - started < 10
     assert gone(int(pid.read_text()))
 
 
