@@ -59,6 +59,12 @@ checks it); a key a setting was once called (:data:`RENAMED`) is still read as i
     [mcp.servers.docs]
     url = "http://127.0.0.1:8765/mcp"                      # Streamable HTTP
     headers = { Authorization = "Bearer ${DOCS_TOKEN}" }   # ${VAR} from the environment
+
+    [[hooks]]                     # a command of yours, run on the host at an event
+    event = "pre_tool"            # or session_start, prompt, post_tool, stop, session_end
+    matcher = "shell|mcp.github.*"   # the tools it is for (pre_tool, post_tool; default all)
+    command = "~/bin/check-call"  # run with /bin/sh -c; a list is run as it is
+    timeout = 60                  # seconds before it is killed
 """
 
 from __future__ import annotations
@@ -87,6 +93,7 @@ from .errors import UserError, new_names, unknown_settings
 from .parsing import FORMATS, MARKDOWN, CallFormat
 from .sandbox import ResourceLimits, SandboxPolicy
 from .tools.mcp import DeclarationError, McpServerConfig, from_table
+from .tools.user_hooks import HookDeclarationError, UserHook, read_hooks
 
 ProviderKind = Literal["openai", "anthropic"]
 PROVIDER_KINDS: tuple[ProviderKind, ...] = get_args(ProviderKind)
@@ -293,6 +300,9 @@ class Config:
     """Background jobs that may run at once in one conversation."""
     resources: ResourceLimits = field(default_factory=ResourceLimits)
     """What each process a tool starts may take (the ``[resources]`` table)."""
+    hooks: tuple[UserHook, ...] = field(default_factory=tuple)
+    """The user's commands run at a session's events (``[[hooks]]``): from this file only,
+    never from anything the model may write."""
     path: Path | None = field(default=None, metadata=_from())
     """The configuration file this was read from (or would have been, had it existed)."""
 
@@ -396,6 +406,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         models=_models(data, path),
         limits=read_limits(data, "", str(path)),
         resources=_resources(data, path),
+        hooks=_hooks(data, path),
         path=path,
     )
 
@@ -453,6 +464,14 @@ def _resources(data: Mapping[str, Any], path: Path) -> ResourceLimits:
     return ResourceLimits(**{name: int(_number(table, name, getattr(default, name), path,
                                                minimum=0, name=f"resources.{name}"))
                              for name in known})
+
+
+def _hooks(data: Mapping[str, Any], path: Path) -> tuple[UserHook, ...]:
+    """The ``[[hooks]]`` entries (see :mod:`fencecall.tools.user_hooks`)."""
+    try:
+        return read_hooks(data.get("hooks", []))
+    except HookDeclarationError as err:
+        raise ConfigError(f"{path}: {err}") from None
 
 
 def _models(data: Mapping[str, Any], path: Path) -> dict[str, ModelSettings]:

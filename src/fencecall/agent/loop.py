@@ -5,7 +5,9 @@ conversation first where it would not fit the window, :mod:`._context`), reserve
 the limits, reads the reply (:mod:`._reading`, which stops it at its first complete call),
 runs the calls through the session (hooks, confirmation, sandbox) and records their
 results, then decides: go on, or end the run. The steps are a generator of waits that a
-blocking or an asynchronous driver performs (:mod:`._steps`).
+blocking or an asynchronous driver performs (:mod:`._steps`). Around them a turn fires the
+session's prompt hooks (which may keep a prompt from the model) and stop hooks (which may
+make a run that ended done go on: :mod:`._turn_hooks`).
 
 An autonomous run (nobody reads the replies) ends done only when the model calls the complete
 tool: a reply with no call is no answer there (real replies stop short: ``TH``, a sentence
@@ -22,6 +24,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .. import telemetry
 from ..accounting import Billing, Estimate, Pricing, Refusal, Spend, TokenCounter
@@ -39,10 +42,12 @@ from ..message import (
 from ..parsing import CallFormat, ToolCall, get_format, parse_calls
 from ..providers import ChatRequest, Provider, StreamBroken, Usage
 from ..providers.base import wire_texts
+from ..tools import HookOutcome, HookPoint
 from ..tools.builtin.complete import NAME as COMPLETE
 from ..tools.builtin.complete import how_to_finish
 from ..tools.builtin.jobs import LOG_FOLDER as JOBS
 from ..tools.builtin.jobs import ended_notice as job_ended
+from ..tools.hook_points import PROMPT_SUBMIT, RUN_STOP, RunStop, UserPrompt
 from ._context import Compactor, view
 from ._events import CallsFound, EventSink, Retrying, StepLimit, ToolResult
 from ._feedback import reply_feedback
@@ -51,9 +56,11 @@ from ._reading import Reply, ReplyReader
 from ._settings import AgentSettings
 from ._spill import Spiller
 from ._steps import Ask, Blocking, Effect, Pause, Steps, adrive, drive
+from ._turn_hooks import STOP_CONTINUES, not_sent, patience_ends, stop_reason
 from .conversation import Conversation
 from .offload import in_thread
 
+T = TypeVar("T")
 SAVED_OUTPUT_LIMIT = 8_000_000
 """Characters of a command's output tools keep where results are saved to files."""
 UNFINISHED = ("No result was recorded for this call: fencecall stopped while it was running "
@@ -150,11 +157,11 @@ class Agent:
 
     def send(self, prompt: str) -> Outcome:
         """Add a user message and work until the model answers without a call (in an
-        autonomous run: calls complete), or a limit stops it."""
+        autonomous run: calls complete), or a limit stops it. A prompt hook may keep the
+        prompt from the model (:attr:`Outcome.ERROR`), a stop hook make the run go on."""
         self._tell_job_ends()
-        self.conversation.append(Message("user", prompt))
         with telemetry.current().turn(self.model):
-            return self.resume()
+            return self.resume(prompt)
 
     async def asend(self, prompt: str) -> Outcome:
         """:meth:`send` on the event loop: the same steps, with the model's replies read
@@ -163,17 +170,17 @@ class Agent:
         being read (what it cost is counted) or, once the tool running now has ended, the
         run."""
         self._tell_job_ends()
-        self.conversation.append(Message("user", prompt))
         with telemetry.current().turn(self.model):
-            outcome = await adrive(self._steps(), self.reader.aread, self.settings.executor)
+            outcome = await adrive(self._turn(prompt), self.reader.aread,
+                                   self.settings.executor)
         if outcome is Outcome.TIME_LIMIT:
             await in_thread(self.session.stop_jobs, self.settings.executor)
         return outcome
 
-    def resume(self) -> Outcome:
-        """Continue from the current state (after a resume, or after tool results). A time
-        limit ends the background jobs too."""
-        outcome = self._work()
+    def resume(self, prompt: str | None = None) -> Outcome:
+        """Continue from the current state (after a resume, or after tool results), or
+        from ``prompt``. A time limit ends the background jobs too."""
+        outcome = drive(self._turn(prompt), self.reader.read, self.settings.sleep)
         if outcome is Outcome.TIME_LIMIT:
             self.session.stop_jobs()
         return outcome
@@ -183,8 +190,48 @@ class Agent:
         for job in self.session.job_notices():
             self._record(system(job_ended(job), note=JobEnded(job.id, job.state)))
 
-    def _work(self) -> Outcome:
-        return drive(self._steps(), self.reader.read, self.settings.sleep)
+    def _turn(self, prompt: str | None) -> Steps:
+        """``prompt``, unless a prompt hook blocks it (None: the conversation as it is),
+        worked on until the run ends and no stop hook makes it go on."""
+        if prompt is not None:
+            said = yield from self._hooked(PROMPT_SUBMIT, UserPrompt(
+                self.session, prompt, self._session_id))
+            if said.blocked is not None:
+                self._emit(ToolResult(not_sent(said.blocked.reason)))
+                return Outcome.ERROR
+            self.conversation.append(Message("user", prompt))
+            for note in said.messages:
+                self._record(note)
+        continued = 0
+        while True:
+            outcome = yield from self._steps()
+            if outcome is Outcome.INTERRUPTED:
+                return outcome
+            said = yield from self._hooked(RUN_STOP, RunStop(
+                self.session, outcome, stop_reason(self.conversation.messages, outcome),
+                continued, self._session_id))
+            for note in said.messages:
+                self._record(note)
+            if said.blocked is None or outcome is not Outcome.DONE:
+                return outcome
+            if continued == STOP_CONTINUES:
+                self._record(patience_ends())
+                return outcome
+            continued += 1
+            self.conversation.append(Message("user", said.blocked.reason))
+
+    def _hooked(self, point: HookPoint[T], data: T) -> Generator[Effect, object, HookOutcome]:
+        """What the session's hooks of ``point`` say (they may run commands: blocking)."""
+        if not self.session.hooks.hooks(point):
+            return HookOutcome()
+        said = yield Blocking(functools.partial(self.session.hooks.run, point, data))
+        assert isinstance(said, HookOutcome)
+        return said
+
+    @property
+    def _session_id(self) -> str | None:
+        """The conversation's name, for hooks (None: it is kept in memory)."""
+        return None if self.conversation.path is None else self.conversation.name
 
     def _steps(self) -> Steps:
         """The loop itself: ask, read the reply, run its calls, decide; each wait is left

@@ -20,9 +20,10 @@ from ..accounting import Account, Estimate, Pricing, Spend, TokenCounter, counte
 from ..config import Config, ConfigError, check_apart
 from ..execution import Session
 from ..sandbox import Sandbox, choose_sandbox
-from ..secrecy import scrub_own_environ, tool_environment
+from ..secrecy import Redactor, scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, HookRegistry, Toolchain
 from ..tools.builtin import complete
+from ..tools.user_hooks import UserHooks
 from ._run_settings import NO_MODEL, NoModel, RunSettings
 
 if TYPE_CHECKING:  # the agent and the providers are imported by the runs that use them
@@ -163,10 +164,15 @@ def counter(settings: RunSettings, config: Config,
 
 def session(env: Environment, config: Config, chain: Toolchain, *, confirm: ConfirmFunc,
             servers: McpServers | None = None, hooks: HookRegistry | None = None,
-            kind: Callable[..., Session] = Session, **extra: Any) -> Session:
-    """The session of a run: its tools, confirmation, roots, sandbox and secrets. ``kind``
+            kind: Callable[..., Session] = Session, warn: Warn = _warn,
+            **extra: Any) -> Session:
+    """The session of a run: its tools, confirmation, roots, sandbox and secrets, and the
+    user's hooks from the configuration file (``warn`` tells of one that fails). ``kind``
     makes it (a :class:`Session` subclass, with ``extra`` arguments); ``servers`` are closed
     with it."""
+    if config.hooks:
+        hooks = hooks or HookRegistry()
+        UserHooks(config.hooks, redact=Redactor(env.secrets), warn=warn).register(hooks)
     return kind(chain, workspace=env.settings.workspace, confirm=confirm,
                 extra_roots=env.settings.roots[1:], hooks=hooks, sandbox=env.sandbox,
                 pass_env=config.pass_env, secrets=env.secrets, mcp_servers=servers,
@@ -217,7 +223,8 @@ def tool_session(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
         if servers is not None:
             servers.close()
         raise
-    return session(env, config, chain, confirm=confirm, servers=servers, hooks=hooks)
+    return session(env, config, chain, confirm=confirm, servers=servers, hooks=hooks,
+                   warn=warn)
 
 
 def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,

@@ -6,7 +6,7 @@ model what went wrong) and the hook points in :mod:`fencecall.tools.hook_points`
 """
 
 from ..errors import ToolError
-from ._hooks import Allow, Block, Hook, HookPoint, HookRegistry
+from ._hooks import Allow, Block, Hook, HookOutcome, HookPoint, HookRegistry
 from ._parameters import ArgumentError, Parameter
 from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
 from .registry import Toolchain, UnknownToolError
@@ -23,6 +23,7 @@ __all__ = [
     "Example",
     "Hint",
     "Hook",
+    "HookOutcome",
     "HookPoint",
     "HookRegistry",
     "Parameter",
