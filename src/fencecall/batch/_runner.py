@@ -115,6 +115,10 @@ class BatchOptions:
     autonomous: bool | None = None
     """A task ends done only when its model calls the complete tool, whose summary is the
     result's ``final`` (None: the configuration's ``autonomous``)."""
+    logprobs: bool = False
+    """Ask the model's server for each generated token's log probability."""
+    trajectories: bool = False
+    """Write each finished task's trajectory in ATIF beside its log."""
 
     def __post_init__(self) -> None:
         # task workspaces are made (and removed) below the folder: the logs must not be
@@ -128,7 +132,8 @@ class BatchOptions:
                          retries=self.retries, request_timeout=self.request_timeout,
                          sandbox=self.sandbox, network=self.network,
                          budget_usd=self.task_budget.usd, budget_tokens=self.task_budget.tokens,
-                         time_limit=self.task_budget.time, autonomous=self.autonomous)
+                         time_limit=self.task_budget.time, autonomous=self.autonomous,
+                         logprobs=self.logprobs or None)
 
 
 class SetupError(Exception):

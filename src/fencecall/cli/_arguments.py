@@ -112,6 +112,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="nucleus sampling (sent only when set)")
     parser.add_argument("--stop", action="append", default=None, metavar="TEXT",
                         help="a stop sequence (repeatable; sent only when set)")
+    _add_logprobs(parser)
     parser.add_argument("--context-window", type=_at_least(256), metavar="TOKENS",
                         help="tokens the model holds: the prompt, history and reply must fit")
     parser.add_argument("--compaction", choices=("summary", "drop", "off"), default=None,
@@ -122,6 +123,13 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                         dest="prompt_mode",
                         help="system prompt form (default: compact for a context window of "
                              "8192 tokens or less, else full)")
+
+
+def _add_logprobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--logprobs", action="store_true", default=None,
+                        help="ask an OpenAI-compatible server for each generated token's log "
+                             "probability (and token id, where vLLM gives it), kept in the log "
+                             "and in ATIF exports")
 
 
 def _add_request_timeout(parser: argparse.ArgumentParser, old: str | None = None) -> None:
@@ -269,6 +277,10 @@ def _add_batch(commands: Commands) -> None:
     batch.add_argument("--max-tokens", type=_at_least(1), metavar="N",
                        help="output tokens asked of the model per reply")
     _add_batch_limits(batch)
+    _add_logprobs(batch)
+    batch.add_argument("--trajectories", action="store_true",
+                       help="write each finished task's trajectory in ATIF beside its log "
+                            "(trajectory.json; its path in the result's trajectory)")
     _add_request_timeout(batch)
     batch.add_argument("--retries", type=_at_least(0), metavar="N",
                        help="tries again after a failed request or a broken reply stream")
