@@ -27,7 +27,7 @@ DEFAULT_FORMAT = "markdown"
 """The ``--format`` of ``parse`` and ``run``: the name of :data:`fencecall.parsing.MARKDOWN`
 (written out so that ``--help`` loads no format to learn it; a test checks it)."""
 
-COMMANDS = ("parse", "run", "chat", "list", "stats", "tools", "mcp", "batch", "acp")
+COMMANDS = ("parse", "run", "chat", "list", "stats", "export", "tools", "mcp", "batch", "acp")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
 """Strictest first: ``--resume`` restores no policy looser than the one in force."""
 KEEP_WORKSPACES = ("all", "failed", "none")
@@ -202,6 +202,7 @@ def _add_chat_commands(commands: Commands) -> None:
     stats.add_argument("conversations", nargs="*", metavar="CONVERSATION")
     stats.add_argument("--json", action="store_true", help="print JSON instead of tables")
     stats.set_defaults(handler="fencecall.cli._stats_cmd:run")
+    _add_export(commands)
 
     tools = commands.add_parser(
         "tools", help="list the tools a session would get, and why a known one is missing",
@@ -210,6 +211,21 @@ def _add_chat_commands(commands: Commands) -> None:
                     "why, and the state of each MCP server.")
     _add_tool_options(tools, None)
     tools.set_defaults(handler="fencecall.cli._tools_cmd:run")
+
+
+def _add_export(commands: Commands) -> None:
+    """``export``: a conversation as a trajectory (ATIF), a transcript or a page."""
+    export = commands.add_parser(
+        "export", help="export a conversation as ATIF, markdown or HTML",
+        description="Write CONVERSATION (a name `fencecall list` shows) as a trajectory in "
+                    "Harbor's ATIF (JSON), a markdown transcript (the default) or one "
+                    "self-contained HTML page.")
+    export.add_argument("conversation", metavar="CONVERSATION")
+    export.add_argument("--format", choices=("atif", "markdown", "html"), default="markdown",
+                        help="what to write (default: markdown)")
+    export.add_argument("-o", "--output", type=_path, metavar="FILE",
+                        help="write to FILE instead of standard output")
+    export.set_defaults(handler="fencecall.cli._export_cmd:run")
 
 
 def _add_mcp(commands: Commands) -> None:
