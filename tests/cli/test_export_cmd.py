@@ -70,7 +70,8 @@ def test_markdown_and_html_are_readable_and_escape_what_the_model_wrote(
     assert markdown.returncode == 0, markdown.stderr
     text = markdown.stdout
     for said in ("# Conversation ex", "## User", "look around", "### Call shell (call-2-1): ok",
-                 '"command": "echo hello"', "### Call read (call-3-1): error", "## Totals", HOSTILE):
+                 '"command": "echo hello"', "### Call read (call-3-1): error", "## Totals",
+                 HOSTILE):
         assert said in text, said
     assert "`````text\n" + HOSTILE + "\n`````" in text  # a fence the reply cannot close
     page = fencecall("export", "ex", "--format", "html", base_url="http://x").stdout
