@@ -293,10 +293,7 @@ def _add_batch(commands: Commands) -> None:
     batch.add_argument("--max-tokens", type=_at_least(1), metavar="N",
                        help="output tokens asked of the model per reply")
     _add_batch_limits(batch)
-    _add_logprobs(batch)
-    batch.add_argument("--trajectories", action="store_true",
-                       help="write each finished task's trajectory in ATIF beside its log "
-                            "(trajectory.json; its path in the result's trajectory)")
+    _add_batch_records(batch)
     _add_request_timeout(batch)
     batch.add_argument("--retries", type=_at_least(0), metavar="N",
                        help="tries again after a failed request or a broken reply stream")
@@ -311,6 +308,14 @@ def _add_batch(commands: Commands) -> None:
     batch.add_argument("--shard-size", type=_at_least(1), metavar="N",
                        help="tasks per Ray shard (default: 4 x --concurrency)")
     batch.set_defaults(handler="fencecall.cli._batch_cmd:run")
+
+
+def _add_batch_records(batch: argparse.ArgumentParser) -> None:
+    """What a batch keeps of each task beyond its log: scored tokens, an ATIF trajectory."""
+    _add_logprobs(batch)
+    batch.add_argument("--trajectories", action="store_true",
+                       help="write each finished task's trajectory in ATIF beside its log "
+                            "(trajectory.json; its path in the result's trajectory)")
 
 
 def _add_batch_limits(batch: argparse.ArgumentParser) -> None:
