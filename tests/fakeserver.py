@@ -45,6 +45,12 @@ class Reply:
     latency: float = 0.0
     """Seconds before the first event: the model's time to answer, once per reply (``delay``
     is slept after every event)."""
+    logprobs: list[tuple[str, float]] | None = None
+    """The reply's tokens and their log probabilities (their texts make up ``text``): asked
+    for with ``logprobs``, the OpenAI stream sends one token a chunk with its
+    ``logprobs.content``, and vLLM's ``token_ids`` when ``return_token_ids`` is asked."""
+    token_ids: list[int] | None = None
+    """The tokens' ids (one per token of ``logprobs``)."""
 
 
 @dataclass
@@ -210,7 +216,7 @@ class FakeModelServer:
                 if self.path.endswith("/chat/completions"):
                     events = list(_openai_events(reply, body.get("model", "m"),
                                                  bool((body.get("stream_options") or {})
-                                                      .get("include_usage"))))
+                                                      .get("include_usage")), body))
                 elif self.path.endswith("/messages"):
                     events = list(_anthropic_events(reply, body.get("model", "m")))
                 else:
@@ -344,16 +350,20 @@ def _sse(data: dict[str, Any], event: str | None = None) -> str:
     return f"{head}data: {json.dumps(data)}\n\n"
 
 
-def _openai_events(reply: Reply, model: str, usage: bool) -> Iterator[str]:
+def _openai_events(reply: Reply, model: str, usage: bool,
+                   body: dict[str, Any]) -> Iterator[str]:
     base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+    def chunk(delta: dict[str, Any], finish: str | None = None, **more: Any) -> str:
         return _sse({**base, "choices": [{"index": 0, "delta": delta,
-                                          "finish_reason": finish}]})
+                                          "finish_reason": finish, **more}]})
 
     yield chunk({"role": "assistant", "content": ""})
-    for piece in _pieces(reply.text, reply.chunk_size):
-        yield chunk({"content": piece})
+    if reply.logprobs is not None and body.get("logprobs"):
+        yield from _scored_chunks(reply, chunk, bool(body.get("return_token_ids")))
+    else:
+        for piece in _pieces(reply.text, reply.chunk_size):
+            yield chunk({"content": piece})
     for index, call in enumerate(reply.tool_calls):
         yield chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
                                      "function": {"name": call["name"], "arguments": ""}}]})
@@ -365,6 +375,19 @@ def _openai_events(reply: Reply, model: str, usage: bool) -> Iterator[str]:
             "prompt_tokens": reply.usage[0], "completion_tokens": reply.usage[1],
             "total_tokens": sum(reply.usage), **reply.usage_extra}})
     yield "data: [DONE]\n\n"
+
+
+def _scored_chunks(reply: Reply, chunk: Callable[..., str], ids: bool) -> Iterator[str]:
+    """The reply's text one token a chunk, each with its score (and id, when asked)."""
+    assert reply.logprobs is not None
+    assert "".join(token for token, _ in reply.logprobs) == reply.text
+    for index, (token, logprob) in enumerate(reply.logprobs):
+        more: dict[str, Any] = {"logprobs": {"content": [{
+            "token": token, "logprob": logprob, "bytes": list(token.encode()),
+            "top_logprobs": []}]}}
+        if ids and reply.token_ids is not None:
+            more["token_ids"] = [reply.token_ids[index]]
+        yield chunk({"content": token}, **more)
 
 
 def _anthropic_events(reply: Reply, model: str) -> Iterator[str]:

@@ -26,6 +26,7 @@ LAYERS = (
     ("fencecall.execution", "fencecall.providers"),
     ("fencecall.agent", "fencecall.serve"),
     ("fencecall.assembly",),
+    ("fencecall.export",),
     ("fencecall.batch",),
     ("fencecall.cli",),
     ("fencecall.acp",),

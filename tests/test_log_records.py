@@ -24,6 +24,7 @@ from fencecall.message import (
     Outcome,
     ReplyRecord,
     Status,
+    TokenLogprob,
     Usage,
 )
 
@@ -62,6 +63,11 @@ def results(draw: st.DrawFn) -> Message:
                    note=draw(st.none() | notes))
 
 
+scored = st.lists(st.builds(TokenLogprob, st.text(max_size=4),
+                           st.floats(max_value=0, allow_nan=False),
+                           st.none() | st.integers(0, 200_000)), max_size=4).map(tuple)
+
+
 @st.composite
 def replies(draw: st.DrawFn) -> Message:
     native = tuple(NativeCallRecord(draw(words), draw(words),
@@ -74,7 +80,7 @@ def replies(draw: st.DrawFn) -> Message:
                         native, cut, draw(st.none() | words) if cut else None,
                         draw(st.none() | words),
                         draw(st.sampled_from([None, "tokenizer", "estimate"])) if usage
-                        else None)
+                        else None, draw(st.none() | scored))
     return Message("assistant", draw(st.text()), None, draw(times), draw(plain_metadata),
                    reply=draw(st.none() | st.just(reply)))
 
@@ -98,6 +104,20 @@ def test_values_of_the_wrong_type_are_left_out() -> None:
     assert result.call == CallRecord("shell", None, 0.0)
     reply = _loaded("assistant", {"model": "m", "usage": {"input_tokens": -3}})
     assert reply is not None and reply.reply is not None and reply.reply.usage is None
+
+
+def test_logprobs_of_the_wrong_shape_are_left_out_and_old_logs_have_none() -> None:
+    for bad in ("x", [{"token": "a"}], [{"token": "a", "logprob": "low"}],
+                [{"token": "a", "logprob": -1.0, "id": "7"}]):
+        reply = _loaded("assistant", {"model": "m", "logprobs": bad})
+        assert reply is not None and reply.reply is not None, bad
+        assert reply.reply.logprobs is None and "logprobs" not in reply.metadata, bad
+    old = _loaded("assistant", {"model": "m"})
+    assert old is not None and old.reply is not None and old.reply.logprobs is None
+    good = _loaded("assistant", {"model": "m", "logprobs": [
+        {"token": "a", "logprob": -0.5, "id": 7}, {"token": "b", "logprob": 0}]})
+    assert good is not None and good.reply is not None
+    assert good.reply.logprobs == (TokenLogprob("a", -0.5, 7), TokenLogprob("b", 0.0))
 
 
 def test_a_reply_whose_native_calls_cannot_be_read_is_not_a_message() -> None:

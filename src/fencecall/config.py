@@ -136,6 +136,8 @@ class Sampling:
     temperature: float | None = None
     top_p: float | None = None
     stop: tuple[str, ...] = ()
+    logprobs: bool = False
+    """Ask for each generated token's log probability (OpenAI-compatible servers only)."""
 
 
 PromptMode = Literal["full", "compact"]

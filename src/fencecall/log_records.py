@@ -31,12 +31,13 @@ from .message import (
     ReplyRecord,
     Role,
     Status,
+    TokenLogprob,
     Usage,
 )
 
 _CALL_KEYS = ("outcome", "duration_s", "error_type")
 _REPLY_KEYS = ("model", "provider", "provider_url", "usage", "tool_calls", "cut", "loop",
-               "usage_counted")
+               "usage_counted", "logprobs")
 _RESULT_KEYS = ("tool", "status", "exit_code", "ending", *_CALL_KEYS)
 _STATUSES = {status.value: status for status in Status}
 _OUTCOMES = {outcome.value: outcome for outcome in Outcome}
@@ -89,6 +90,15 @@ def _typed_metadata(message: Message) -> dict[str, Any]:
             found["loop"] = reply.loop
         if reply.counted is not None:
             found["usage_counted"] = reply.counted
+        if reply.logprobs is not None:
+            found["logprobs"] = [_scored(token) for token in reply.logprobs]
+    return found
+
+
+def _scored(token: TokenLogprob) -> dict[str, Any]:
+    found: dict[str, Any] = {"token": token.token, "logprob": token.logprob}
+    if token.token_id is not None:
+        found["id"] = token.token_id
     return found
 
 
@@ -212,7 +222,19 @@ def _reply(metadata: Mapping[str, Any]) -> ReplyRecord | None:
                        _text(metadata.get("provider_url")), usage,
                        _native(calls), "cut" in metadata, cut if isinstance(cut, str) else None,
                        loop if isinstance(loop, str) else None,
-                       counted if counted in ("tokenizer", "estimate") and usage else None)
+                       counted if counted in ("tokenizer", "estimate") and usage else None,
+                       _logprobs(metadata.get("logprobs")))
+
+
+def _logprobs(value: Any) -> tuple[TokenLogprob, ...] | None:
+    """The reply's scored tokens; None where absent or any entry is not one."""
+    if not isinstance(value, list) or not all(
+            isinstance(item, dict) and isinstance(item.get("token"), str)
+            and _is_number(item.get("logprob"))
+            and (item.get("id") is None or _is_int(item.get("id"))) for item in value):
+        return None
+    return tuple(TokenLogprob(item["token"], float(item["logprob"]), item.get("id"))
+                 for item in value)
 
 
 def _readable_calls(calls: Any) -> TypeGuard[list[dict[str, Any]]]:

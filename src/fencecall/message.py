@@ -114,6 +114,16 @@ class NativeCallRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One generated token as the server scored it (``--logprobs``): kept for training and
+    for judging how sure the model was; ``token_id`` where the server gives it."""
+
+    token: str
+    logprob: float
+    token_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ReplyRecord:
     """What the loop knows of one model reply beyond its text."""
 
@@ -132,6 +142,10 @@ class ReplyRecord:
     """Where the provider reported no usage (a reply cut at its first call, a broken
     stream), fencecall counted it: with the model's tokenizer, or as an estimate that errs
     high. None: ``usage`` is the provider's own."""
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    """The reply's tokens and their log probabilities, as far as the reply was kept (a reply
+    cut at its first call keeps the tokens that cover its text); None where none were asked
+    for or given."""
 
 
 @dataclass(frozen=True, slots=True)

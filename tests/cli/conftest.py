@@ -43,7 +43,8 @@ def claude_env(tmp_path: Path, server: FakeModelServer) -> dict[str, str]:
 def fencecall(tmp_path: Path, workspace: Path) -> CLI:
     def run(*args: str, base_url: str, env: dict[str, str] | None = None,
             stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        where = [] if args[:1] in (("list",), ("stats",)) else ["--workspace", str(workspace)]
+        where = [] if args[:1] in (("list",), ("stats",), ("export",)) else [
+            "--workspace", str(workspace)]
         return subprocess.run(
             [sys.executable, "-m", "fencecall.cli.main", *args, *where],
             env=env or cli_env(tmp_path, base_url), input=stdin, capture_output=True,

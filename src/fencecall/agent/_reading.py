@@ -27,13 +27,14 @@ from .. import telemetry
 from ..accounting import Billing, Exactness, Refusal, Spend
 from ..accounting.checks import CUT_AT_BUDGET
 from ..execution import resolve
-from ..message import Message, NativeCallRecord, ReplyRecord
+from ..message import Message, NativeCallRecord, ReplyRecord, TokenLogprob
 from ..parsing import CallFormat, Diagnostic, StreamParser, ToolCall
 from ..providers import (
     ChatRequest,
     NativeCall,
     Provider,
     ProviderError,
+    Scores,
     StreamBroken,
     StreamEnd,
     StreamEvent,
@@ -44,6 +45,7 @@ from ..providers.base import has_astream
 from ..tools import Toolchain
 from ._deadline import Bounded, DeadlinePassed
 from ._events import EventSink, ReplyDone, ReplyText
+from ._logprobs import kept_scores
 from ._repetition import RepetitionGuard
 from .offload import in_thread
 
@@ -79,6 +81,7 @@ class _Reading:
     text: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
     native: list[NativeCall] = field(default_factory=list)
+    scores: list[TokenLogprob] = field(default_factory=list)
     end: StreamEnd | None = None
     usage: Usage | None = None
     stopped_early: bool = False
@@ -220,7 +223,9 @@ class ReplyReader:
                 return True
             reading.looped = reading.guard.feed(event.text)
             return reading.looped is not None
-        if isinstance(event, NativeCall):
+        if isinstance(event, Scores):
+            reading.scores.extend(event.tokens)
+        elif isinstance(event, NativeCall):
             reading.native.append(event)
         elif isinstance(event, Usage):
             reading.usage = event
@@ -253,13 +258,16 @@ class ReplyReader:
             reply += f"\n[cut where the {limit.what} ran out]"
         if calls and stopped_early:
             reply = _up_to(reply, calls[0])
+        scores = kept_scores(reading.scores, "".join(reading.text),
+                             reply if calls and stopped_early else None)
         native_calls = [self._native_call(call) for call in reading.native]
         cut = end is not None and end.cut and not stopped_early
         billed, counted = self.billing.with_carried(billed, counted)  # broken attempts
         message = Message("assistant", reply, reply=self._record(
             billed, counted, tuple(NativeCallRecord(call.call_id or "", call.name,
                                                     dict(call.kwargs)) for call in native_calls),
-            cut=cut, stop_reason=end.stop_reason if cut and end else None, loop=looped))
+            cut=cut, stop_reason=end.stop_reason if cut and end else None, loop=looped,
+            logprobs=scores))
         self._emit(ReplyDone(message, stopped_early or looped is not None))
         diagnostics = [] if looped is not None else reading.parser.diagnostics
         return Reply(message, [] if reading.interrupted or limit is not None else calls,
@@ -268,9 +276,10 @@ class ReplyReader:
 
     def _record(self, billed: Usage, counted: Exactness | None,
                 native: tuple[NativeCallRecord, ...] = (), *, cut: bool = False,
-                stop_reason: str | None = None, loop: str | None = None) -> ReplyRecord:
+                stop_reason: str | None = None, loop: str | None = None,
+                logprobs: tuple[TokenLogprob, ...] | None = None) -> ReplyRecord:
         return ReplyRecord(self.model, self.provider.name, self.provider.url or None, billed,
-                           native, cut, stop_reason, loop, counted)
+                           native, cut, stop_reason, loop, counted, logprobs)
 
     def _first_runnable(self, calls: list[ToolCall]) -> list[ToolCall]:
         return [call for call in calls if resolve(call, self.toolchain) is not None][:1]

@@ -85,6 +85,9 @@ class Overrides:
     feedback_limit: int | None = None
     result_share: float | None = None
     max_jobs: int | None = None
+    logprobs: bool | None = None
+    """Ask the model's server for each generated token's log probability (a flag, not a
+    key of the file: it is asked for a run, not a setup)."""
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> Overrides:
@@ -191,7 +194,8 @@ def resolve_settings(config: Config, *overrides: Overrides,
                        else config.max_tokens)
     return RunSettings(
         model=model, format=_format(said.format, config.format), max_tokens=reply_limit,
-        sampling=Sampling(said.temperature, said.top_p, said.stop), context_window=window,
+        sampling=Sampling(said.temperature, said.top_p, said.stop, bool(said.logprobs)),
+        context_window=window,
         compact=prompt == "compact", workspace=workspace, roots=tuple(roots),
         sandbox=_sandbox(said.sandbox, config.sandbox), mcp_servers=said.mcp,
         limits=Limits(said.budget_usd, said.budget_tokens, said.time_limit),

@@ -115,7 +115,7 @@ def _selected(settings: RunSettings, config: Config, servers: McpServers | None)
 
 def provider(settings: RunSettings, config: Config,
              secrets: Mapping[str, str] | None = None, *,
-             max_connections: int = 64) -> Provider:
+             max_connections: int = 64, warn: Warn = _warn) -> Provider:
     """The model's provider, waiting ``request_timeout`` for its server and retrying its
     requests ``retries`` times, with at most ``max_connections`` requests open at once on
     an event loop. ``secrets`` holds the API keys (default: the environment). Raises
@@ -126,6 +126,8 @@ def provider(settings: RunSettings, config: Config,
 
     built, _ = get_provider(settings.model, config, secrets, timeout=settings.request_timeout,
                             retries=settings.retries, max_connections=max_connections)
+    if settings.sampling.logprobs and not getattr(built, "gives_logprobs", False):
+        warn(f"--logprobs is ignored: {settings.model}'s API gives no log probabilities")
     if settings.limits.usd is not None:
         require_price(settings, config, built)
     return built
@@ -236,7 +238,7 @@ def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
     refused run leaves no log behind; default: one in memory), then the agent
     (``interruptible`` as in :class:`~fencecall.agent.AgentSettings`)."""
     secrets = own_secrets(config) if secrets is None else secrets
-    model = provider(settings, config, secrets)
+    model = provider(settings, config, secrets, warn=warn)
     run_session = tool_session(settings, config, confirm=confirm, secrets=secrets, warn=warn)
     try:
         log = conversation() if conversation is not None else None

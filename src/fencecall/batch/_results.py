@@ -74,6 +74,8 @@ class TaskResult:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     started: str | None = None
     finished: str | None = None
+    trajectory: str | None = None
+    """With ``--trajectories``: the task's trajectory in ATIF, beside its log."""
 
     @property
     def failed(self) -> bool:

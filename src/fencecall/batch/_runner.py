@@ -40,6 +40,7 @@ from ..config import Config, check_apart
 from ..defaults import CONCURRENCY
 from ..errors import UserError
 from ..execution import Session, auto_no, auto_yes
+from ..export import export
 from ..message import Message, Outcome
 from ..providers import (
     AsyncProvider,
@@ -58,6 +59,9 @@ from ..tools.mcp import McpServerConfig
 from ._results import TaskResult, ToolCallRecord
 from ._task_workspace import WorkspaceError, diff, prepare
 from ._tasks import Task
+
+TRAJECTORY_NAME = "trajectory.json"
+"""A task's trajectory in ATIF, beside its log (``--trajectories``)."""
 
 if TYPE_CHECKING:
     from ..tools.mcp.servers import McpServers
@@ -115,6 +119,10 @@ class BatchOptions:
     autonomous: bool | None = None
     """A task ends done only when its model calls the complete tool, whose summary is the
     result's ``final`` (None: the configuration's ``autonomous``)."""
+    logprobs: bool = False
+    """Ask the model's server for each generated token's log probability."""
+    trajectories: bool = False
+    """Write each finished task's trajectory in ATIF beside its log."""
 
     def __post_init__(self) -> None:
         # task workspaces are made (and removed) below the folder: the logs must not be
@@ -128,7 +136,8 @@ class BatchOptions:
                          retries=self.retries, request_timeout=self.request_timeout,
                          sandbox=self.sandbox, network=self.network,
                          budget_usd=self.task_budget.usd, budget_tokens=self.task_budget.tokens,
-                         time_limit=self.task_budget.time, autonomous=self.autonomous)
+                         time_limit=self.task_budget.time, autonomous=self.autonomous,
+                         logprobs=self.logprobs or None)
 
 
 class SetupError(Exception):
@@ -460,11 +469,24 @@ class TaskRunner:
                 error = f"{error}; {note}" if error else note
         conversation = attempt.conversation
         messages = conversation.messages if conversation is not None else []
-        return _result(task, status, error, messages, self.options.config, model=attempt.model,
-                       diff=changes, wall=time.monotonic() - attempt.clock,
-                       started=attempt.started,
-                       log=conversation.path if conversation is not None else None,
-                       workspace=workspace if workspace.is_dir() else None)
+        result = _result(task, status, error, messages, self.options.config,
+                         model=attempt.model, diff=changes, wall=time.monotonic() - attempt.clock,
+                         started=attempt.started,
+                         log=conversation.path if conversation is not None else None,
+                         workspace=workspace if workspace.is_dir() else None)
+        if self.options.trajectories and conversation is not None:
+            result = replace(result, trajectory=str(_write_trajectory(
+                conversation, self.options.config)))
+        return result
+
+
+def _write_trajectory(conversation: Conversation, config: Config) -> Path:
+    """The task's trajectory in ATIF, written beside its log (``trajectory.json``)."""
+    assert conversation.folder is not None
+    path = conversation.folder / TRAJECTORY_NAME
+    path.write_text(export(conversation, "atif",
+                           lambda model: config.model_settings(model).price), encoding="utf-8")
+    return path
 
 
 def _said_once(warning: str) -> None:

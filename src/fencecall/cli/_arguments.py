@@ -27,7 +27,7 @@ DEFAULT_FORMAT = "markdown"
 """The ``--format`` of ``parse`` and ``run``: the name of :data:`fencecall.parsing.MARKDOWN`
 (written out so that ``--help`` loads no format to learn it; a test checks it)."""
 
-COMMANDS = ("parse", "run", "chat", "list", "stats", "tools", "mcp", "batch", "acp")
+COMMANDS = ("parse", "run", "chat", "list", "stats", "export", "tools", "mcp", "batch", "acp")
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
 """Strictest first: ``--resume`` restores no policy looser than the one in force."""
@@ -113,6 +113,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
                         help="nucleus sampling (sent only when set)")
     parser.add_argument("--stop", action="append", default=None, metavar="TEXT",
                         help="a stop sequence (repeatable; sent only when set)")
+    _add_logprobs(parser)
     parser.add_argument("--context-window", type=_at_least(256), metavar="TOKENS",
                         help="tokens the model holds: the prompt, history and reply must fit")
     parser.add_argument("--compaction", choices=("summary", "drop", "off"), default=None,
@@ -138,6 +139,13 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-format", choices=("text", "stream-json"), default="text",
                         help="stream-json: read user messages as JSON lines on stdin, one "
                              "prompt each, each answered by a result line")
+
+
+def _add_logprobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--logprobs", action="store_true", default=None,
+                        help="ask an OpenAI-compatible server for each generated token's log "
+                             "probability (and token id, where vLLM gives it), kept in the log "
+                             "and in ATIF exports")
 
 
 def _add_request_timeout(parser: argparse.ArgumentParser, old: str | None = None) -> None:
@@ -214,6 +222,7 @@ def _add_chat_commands(commands: Commands) -> None:
     stats.add_argument("conversations", nargs="*", metavar="CONVERSATION")
     stats.add_argument("--json", action="store_true", help="print JSON instead of tables")
     stats.set_defaults(handler="fencecall.cli._stats_cmd:run")
+    _add_export(commands)
 
     tools = commands.add_parser(
         "tools", help="list the tools a session would get, and why a known one is missing",
@@ -222,6 +231,21 @@ def _add_chat_commands(commands: Commands) -> None:
                     "why, and the state of each MCP server.")
     _add_tool_options(tools, None)
     tools.set_defaults(handler="fencecall.cli._tools_cmd:run")
+
+
+def _add_export(commands: Commands) -> None:
+    """``export``: a conversation as a trajectory (ATIF), a transcript or a page."""
+    export = commands.add_parser(
+        "export", help="export a conversation as ATIF, markdown or HTML",
+        description="Write CONVERSATION (a name `fencecall list` shows) as a trajectory in "
+                    "Harbor's ATIF (JSON), a markdown transcript (the default) or one "
+                    "self-contained HTML page.")
+    export.add_argument("conversation", metavar="CONVERSATION")
+    export.add_argument("--format", choices=("atif", "markdown", "html"), default="markdown",
+                        help="what to write (default: markdown)")
+    export.add_argument("-o", "--output", type=_path, metavar="FILE",
+                        help="write to FILE instead of standard output")
+    export.set_defaults(handler="fencecall.cli._export_cmd:run")
 
 
 def _add_mcp(commands: Commands) -> None:
@@ -289,6 +313,7 @@ def _add_batch(commands: Commands) -> None:
     batch.add_argument("--max-tokens", type=_at_least(1), metavar="N",
                        help="output tokens asked of the model per reply")
     _add_batch_limits(batch)
+    _add_batch_records(batch)
     _add_request_timeout(batch)
     batch.add_argument("--retries", type=_at_least(0), metavar="N",
                        help="tries again after a failed request or a broken reply stream")
@@ -303,6 +328,14 @@ def _add_batch(commands: Commands) -> None:
     batch.add_argument("--shard-size", type=_at_least(1), metavar="N",
                        help="tasks per Ray shard (default: 4 x --concurrency)")
     batch.set_defaults(handler="fencecall.cli._batch_cmd:run")
+
+
+def _add_batch_records(batch: argparse.ArgumentParser) -> None:
+    """What a batch keeps of each task beyond its log: scored tokens, an ATIF trajectory."""
+    _add_logprobs(batch)
+    batch.add_argument("--trajectories", action="store_true",
+                       help="write each finished task's trajectory in ATIF beside its log "
+                            "(trajectory.json; its path in the result's trajectory)")
 
 
 def _add_batch_limits(batch: argparse.ArgumentParser) -> None:

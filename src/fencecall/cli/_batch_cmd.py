@@ -78,7 +78,8 @@ def _batch(args: argparse.Namespace) -> int:
         max_tokens=flags.max_tokens, secrets=secrets, mcp_servers=defaults.mcp_servers,
         keep_workspaces=args.keep_workspaces,
         budget=Limits(args.batch_budget_usd, args.batch_budget_tokens, args.batch_time_limit),
-        task_budget=Limits(flags.budget_usd, flags.budget_tokens))
+        task_budget=Limits(flags.budget_usd, flags.budget_tokens),
+        logprobs=bool(args.logprobs), trajectories=args.trajectories)
     with ResultFile(out) as results:
         for note in results.notes:
             _say(f"note: {note}")

@@ -37,7 +37,8 @@ def overrides_of(args: argparse.Namespace) -> Overrides:
         mcp=mcp_declarations_of(args), budget_usd=flag("budget_usd"),
         budget_tokens=flag("budget_tokens"), time_limit=flag("time_limit"),
         autonomous=flag("autonomous") if "autonomous" in vars(args) else False,
-        compaction=flag("compaction"), background_after=flag("background_after"))
+        compaction=flag("compaction"), background_after=flag("background_after"),
+        logprobs=flag("logprobs"))
 
 
 def mcp_declarations_of(args: argparse.Namespace) -> tuple[McpServerConfig, ...]:

@@ -10,12 +10,13 @@ import openai
 
 from ..accounting.checks import count_of
 from ..accounting.tokens import Tally
-from ..message import Usage
+from ..message import TokenLogprob, Unencodable, Usage
 from ..tools.spec import api_name
 from ._sdk import Sdk, SdkProvider
 from .base import (
     ChatRequest,
     NativeCall,
+    Scores,
     StreamEvent,
     TextDelta,
     end_of_stream,
@@ -25,6 +26,7 @@ from .base import (
 )
 
 DESCRIPTION_LIMIT = 1024
+OPENAI_API = "api.openai.com"
 
 
 def openai_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -78,6 +80,30 @@ def _usage(usage: Mapping[str, Any]) -> Usage | None:
                  cache_read_tokens=cached)
 
 
+def _scores(choice: Mapping[str, Any]) -> tuple[TokenLogprob, ...]:
+    """A chunk's scored tokens: ``logprobs.content[]`` (``token``, ``logprob``; llama.cpp's
+    server adds each token's ``id``), with vLLM's ``token_ids`` (given for
+    ``return_token_ids``) beside them. None at all where any entry is not one: tokens
+    without their place in the reply would mislead."""
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list):
+        return ()
+    ids = choice.get("token_ids")
+    if not isinstance(ids, list) or len(ids) != len(content):
+        ids = [None] * len(content)
+    found = []
+    for entry, given in zip(content, ids, strict=True):
+        if not isinstance(entry, dict) or not isinstance(token := entry.get("token"), str) \
+                or not isinstance(logprob := entry.get("logprob"), int | float) \
+                or isinstance(logprob, bool):
+            return ()
+        token_id = next((i for i in (given, entry.get("id"))
+                         if isinstance(i, int) and not isinstance(i, bool)), None)
+        found.append(TokenLogprob(Unencodable().clean(token), float(logprob), token_id))
+    return tuple(found)
+
+
 class _Chunks:
     """Chat-completions chunks to events, for ``stream`` and ``astream`` alike: text as it
     comes; native calls, which arrive in pieces, and the stop reason at the end."""
@@ -97,6 +123,8 @@ class _Chunks:
             return
         choice = choices[0]
         delta = choice.get("delta") or {}
+        if scored := _scores(choice):
+            yield Scores(scored)
         if content := delta.get("content"):
             self.taken.add(content)
             yield TextDelta(content)
@@ -133,6 +161,8 @@ class OpenAIProvider(SdkProvider[openai.OpenAI, openai.AsyncOpenAI, object]):
         openai.OpenAI, openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, openai.APIError,
         openai.APIConnectionError, openai.APIStatusError)
     default_name = "openai"
+    gives_logprobs = True
+    """``Sampling.logprobs`` is asked of the server (see :func:`_scores`)."""
 
     def _arguments(self, request: ChatRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -141,6 +171,10 @@ class OpenAIProvider(SdkProvider[openai.OpenAI, openai.AsyncOpenAI, object]):
             **sampling_options(request.sampling, "stop")}
         if request.tools:
             body["tools"] = [openai_tool(schema) for schema in request.tools]
+        if request.sampling.logprobs:
+            body["logprobs"] = True
+            if OPENAI_API not in (self.url or ""):  # OpenAI's own API refuses the extension
+                body["return_token_ids"] = True  # vLLM's token ids; other servers ignore it
         return body
 
     def _open(self, client: openai.OpenAI, arguments: dict[str, Any]) -> openai.Stream[object]:

@@ -12,7 +12,7 @@ from ..accounting.checks import ReplyBounds
 from ..accounting.tokens import Bytes, Tally, request_tokens
 from ..config import Sampling
 from ..defaults import MAX_TOKENS
-from ..message import Message, Unencodable, Usage
+from ..message import Message, TokenLogprob, Unencodable, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +40,16 @@ class StreamEnd:
     cut: bool = False
 
 
-StreamEvent = TextDelta | NativeCall | Usage | StreamEnd
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """The generated tokens of a piece of the reply and their log probabilities (asked for
+    with ``Sampling.logprobs``), sent before the :class:`TextDelta` they make up, so a
+    reply cut at that text still holds its tokens."""
+
+    tokens: tuple[TokenLogprob, ...]
+
+
+StreamEvent = TextDelta | NativeCall | Usage | StreamEnd | Scores
 
 
 @dataclass(frozen=True, slots=True)
