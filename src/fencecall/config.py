@@ -37,6 +37,10 @@ checks it); a key a setting was once called (:data:`RENAMED`) is still read as i
     output = 67108864             # stdout and stderr of a call or a job, 64 MiB
     tmp = 268435456               # each private tmpfs in the sandbox, 256 MiB
 
+    [permissions]                 # calls that run unasked, and calls refused (deny wins)
+    allow = ["shell(git status *)", "save(src/**)"]
+    deny = ["shell(rm *)", "read(**/.env)"]
+
     [models."local/smollm2"]      # per model; each is sent only when set
     temperature = 0.2
     top_p = 0.9
@@ -87,6 +91,7 @@ from .errors import UserError, new_names, unknown_settings
 from .parsing import FORMATS, MARKDOWN, CallFormat
 from .sandbox import ResourceLimits, SandboxPolicy
 from .tools.mcp import DeclarationError, McpServerConfig, from_table
+from .tools.permission_rules import PermissionRules, RuleError, parse_rule
 
 ProviderKind = Literal["openai", "anthropic"]
 PROVIDER_KINDS: tuple[ProviderKind, ...] = get_args(ProviderKind)
@@ -293,6 +298,8 @@ class Config:
     """Background jobs that may run at once in one conversation."""
     resources: ResourceLimits = field(default_factory=ResourceLimits)
     """What each process a tool starts may take (the ``[resources]`` table)."""
+    permissions: PermissionRules = field(default_factory=PermissionRules)
+    """Calls that run without asking and calls refused (the ``[permissions]`` table)."""
     path: Path | None = field(default=None, metadata=_from())
     """The configuration file this was read from (or would have been, had it existed)."""
 
@@ -396,6 +403,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         models=_models(data, path),
         limits=read_limits(data, "", str(path)),
         resources=_resources(data, path),
+        permissions=_permissions(data, path),
         path=path,
     )
 
@@ -453,6 +461,25 @@ def _resources(data: Mapping[str, Any], path: Path) -> ResourceLimits:
     return ResourceLimits(**{name: int(_number(table, name, getattr(default, name), path,
                                                minimum=0, name=f"resources.{name}"))
                              for name in known})
+
+
+def _permissions(data: Mapping[str, Any], path: Path) -> PermissionRules:
+    """The ``[permissions]`` table: ``allow`` and ``deny``, lists of rules, each checked."""
+    table = data.get("permissions", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: permissions must be a table ([permissions])")
+    _known_keys(table, ("allow", "deny"), "permissions", path)
+    found: dict[str, tuple[Any, ...]] = {}
+    for key in ("allow", "deny"):
+        given = table.get(key, [])
+        if not isinstance(given, list) or not all(isinstance(rule, str) for rule in given):
+            raise ConfigError(f"{path}: permissions.{key} must be a list of rules such as "
+                              '"shell(git status *)"')
+        try:
+            found[key] = tuple(parse_rule(rule) for rule in given)
+        except RuleError as err:
+            raise ConfigError(f"{path}: permissions.{key}: {err}") from None
+    return PermissionRules(found["allow"], found["deny"])
 
 
 def _models(data: Mapping[str, Any], path: Path) -> dict[str, ModelSettings]:

@@ -222,8 +222,8 @@ def test_code_is_matched_whole_and_json_arguments_only_by_a_bare_rule(
     assert decide(rules(allow=("ipy*",)), code) == "allow"
     with Session(Toolchain.build(["add"], catalogue=CATALOGUE), workspace=workspace,
                  sandbox="off") as other:
-        add = invocation(other, '<tool_call>{"name": "add", "arguments": {"a": 2, "b": 40}}</tool_call>',
-                         "hermes")
+        written = '<tool_call>{"name": "add", "arguments": {"a": 2, "b": 40}}</tool_call>'
+        add = invocation(other, written, "hermes")
         assert decide(rules(allow=("add(*)",)), add) == "ask"
         assert decide(rules(allow=("add",)), add) == "allow"
         assert decide(rules(deny=('add(*"b": 40,*)',)), add) == "deny"

@@ -55,6 +55,7 @@ from ..secrecy import tool_environment
 from ..tools import Block, HookRegistry, ResourceKey, Toolchain
 from ..tools.hook_points import TOOL_PRE_EXECUTE, ToolPreExecute
 from ..tools.mcp import McpServerConfig
+from ..tools.permission_rules import PermissionRules
 from ._results import TaskResult, ToolCallRecord
 from ._task_workspace import WorkspaceError, diff, prepare
 from ._tasks import Task
@@ -115,6 +116,8 @@ class BatchOptions:
     autonomous: bool | None = None
     """A task ends done only when its model calls the complete tool, whose summary is the
     result's ``final`` (None: the configuration's ``autonomous``)."""
+    permissions: PermissionRules = field(default_factory=PermissionRules)
+    """Permission rules of every task, besides the configuration's (``--allow``, ``--deny``)."""
 
     def __post_init__(self) -> None:
         # task workspaces are made (and removed) below the folder: the logs must not be
@@ -128,7 +131,8 @@ class BatchOptions:
                          retries=self.retries, request_timeout=self.request_timeout,
                          sandbox=self.sandbox, network=self.network,
                          budget_usd=self.task_budget.usd, budget_tokens=self.task_budget.tokens,
-                         time_limit=self.task_budget.time, autonomous=self.autonomous)
+                         time_limit=self.task_budget.time, autonomous=self.autonomous,
+                         allow=self.permissions.allow, deny=self.permissions.deny)
 
 
 class SetupError(Exception):

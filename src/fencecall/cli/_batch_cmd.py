@@ -34,6 +34,7 @@ from ..config import load_config
 from ..message import Outcome
 from ..sandbox import SandboxPolicy, choose_sandbox
 from ..secrecy import scrub_own_environ
+from ..tools.permission_rules import PermissionRules
 from .options import overrides_of
 from .visible import visible
 
@@ -78,7 +79,8 @@ def _batch(args: argparse.Namespace) -> int:
         max_tokens=flags.max_tokens, secrets=secrets, mcp_servers=defaults.mcp_servers,
         keep_workspaces=args.keep_workspaces,
         budget=Limits(args.batch_budget_usd, args.batch_budget_tokens, args.batch_time_limit),
-        task_budget=Limits(flags.budget_usd, flags.budget_tokens))
+        task_budget=Limits(flags.budget_usd, flags.budget_tokens),
+        permissions=PermissionRules(flags.allow, flags.deny))
     with ResultFile(out) as results:
         for note in results.notes:
             _say(f"note: {note}")
