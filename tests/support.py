@@ -15,6 +15,7 @@ import pytest
 
 from fencecall.agent import Agent, AgentSettings, Conversation, Outcome
 from fencecall.execution import Session, auto_yes
+from fencecall.execution.permissions import Permissions
 from fencecall.providers import ScriptedProvider, ScriptedReply
 from fencecall.sandbox._bwrap import Sandbox, SandboxPolicy, sandbox_support
 from fencecall.tools import ConfirmFunc, ResourceKey, Toolchain
@@ -37,6 +38,7 @@ class SessionOptions(TypedDict, total=False):
     secrets: Mapping[str, str] | None
     background_after: float | None
     max_jobs: int
+    permissions: Permissions | None
 
 
 def tool_session(workspace: Path, tools: Sequence[str] | None = None, *,

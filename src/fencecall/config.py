@@ -37,6 +37,10 @@ checks it); a key a setting was once called (:data:`RENAMED`) is still read as i
     output = 67108864             # stdout and stderr of a call or a job, 64 MiB
     tmp = 268435456               # each private tmpfs in the sandbox, 256 MiB
 
+    [permissions]                 # calls that run unasked, and calls refused (deny wins)
+    allow = ["shell(git status *)", "save(src/**)"]
+    deny = ["shell(rm *)", "read(**/.env)"]
+
     [models."local/smollm2"]      # per model; each is sent only when set
     temperature = 0.2
     top_p = 0.9
@@ -93,6 +97,7 @@ from .errors import UserError, new_names, unknown_settings
 from .parsing import FORMATS, MARKDOWN, CallFormat
 from .sandbox import ResourceLimits, SandboxPolicy
 from .tools.mcp import DeclarationError, McpServerConfig, from_table
+from .tools.permission_rules import PermissionRules, RuleError, parse_rule
 from .tools.user_hooks import HookDeclarationError, UserHook, read_hooks
 
 ProviderKind = Literal["openai", "anthropic"]
@@ -305,6 +310,8 @@ class Config:
     hooks: tuple[UserHook, ...] = field(default_factory=tuple)
     """The user's commands run at a session's events (``[[hooks]]``): from this file only,
     never from anything the model may write."""
+    permissions: PermissionRules = field(default_factory=PermissionRules)
+    """Calls that run without asking and calls refused (the ``[permissions]`` table)."""
     path: Path | None = field(default=None, metadata=_from())
     """The configuration file this was read from (or would have been, had it existed)."""
 
@@ -409,6 +416,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         limits=read_limits(data, "", str(path)),
         resources=_resources(data, path),
         hooks=_hooks(data, path),
+        permissions=_permissions(data, path),
         path=path,
     )
 
@@ -474,6 +482,25 @@ def _hooks(data: Mapping[str, Any], path: Path) -> tuple[UserHook, ...]:
         return read_hooks(data.get("hooks", []))
     except HookDeclarationError as err:
         raise ConfigError(f"{path}: {err}") from None
+
+
+def _permissions(data: Mapping[str, Any], path: Path) -> PermissionRules:
+    """The ``[permissions]`` table: ``allow`` and ``deny``, lists of rules, each checked."""
+    table = data.get("permissions", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: permissions must be a table ([permissions])")
+    _known_keys(table, ("allow", "deny"), "permissions", path)
+    found: dict[str, tuple[Any, ...]] = {}
+    for key in ("allow", "deny"):
+        given = table.get(key, [])
+        if not isinstance(given, list) or not all(isinstance(rule, str) for rule in given):
+            raise ConfigError(f"{path}: permissions.{key} must be a list of rules such as "
+                              '"shell(git status *)"')
+        try:
+            found[key] = tuple(parse_rule(rule) for rule in given)
+        except RuleError as err:
+            raise ConfigError(f"{path}: permissions.{key}: {err}") from None
+    return PermissionRules(found["allow"], found["deny"])
 
 
 def _models(data: Mapping[str, Any], path: Path) -> dict[str, ModelSettings]:

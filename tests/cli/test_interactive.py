@@ -94,3 +94,37 @@ def test_compact_slash_command_replaces_older_exchanges_by_a_summary(
     sent = [m["content"] for m in after.body["messages"]][1:]  # after the system prompt
     assert sent[0] == "echo one" and "Summary: echoed one and two." in sent[1]
     assert "echo one" not in "".join(sent[2:]) and sent[-1] == "and now?"
+
+
+def test_always_allow_adds_the_narrowest_rules_and_the_same_call_is_not_asked_again(
+        tmp_path: Path, workspace: Path) -> None:
+    call = f"{F}shell\ntouch made && ls\n{F}\n"
+    replies = [Reply(call), Reply(call), Reply(f"{F}shell\ntouch other\n{F}\n"),
+               Reply("All ran.")]
+    with FakeModelServer(replies) as server:
+        env = cli_env(tmp_path, server.openai_url, TERM="xterm", COLUMNS="200", LINES="50",
+                      NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1")
+        child = pexpect.spawn(sys.executable, ["-m", "fencecall.cli.main", "--model", "local/m",
+                                               "--sandbox", "off", "--workspace", str(workspace)],
+                              env=env, encoding="utf-8", timeout=30, dimensions=(50, 200))
+        try:
+            child.expect("Ctrl-D to leave")
+            child.sendline("touch it twice")
+            child.expect(r"always allow for this conversation: shell\(touch made\), "
+                         r"shell\(ls\)")
+            child.expect(r"Run shell\?.*\[y/N\]")
+            child.sendline("a")
+            child.expect(r"Allowed for the rest of this conversation: shell\(touch made\), "
+                         r"shell\(ls\)")
+            child.expect(r"Run shell\?.*\[y/N\]")  # touch other: a rule it has not got
+            asked_between = child.before
+            child.sendline("n")
+            child.expect("All ran.")
+            child.sendline("/exit")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+    assert "Run shell?" not in asked_between  # the second identical call ran unasked
+    assert "Ran command: `touch made && ls`" in asked_between
+    assert "shell(touch other)" in asked_between
+    assert (workspace / "made").exists() and not (workspace / "other").exists()

@@ -27,6 +27,7 @@ from ..defaults import BACKGROUND_AFTER, COMPACTION, MAX_JOBS, RESULT_SHARE
 from ..parsing import CallFormat, get_format
 from ..sandbox import SandboxPolicy
 from ..tools.mcp import McpServerConfig
+from ..tools.permission_rules import PermissionRules, Rule
 
 if TYPE_CHECKING:
     from ..parsing import FormatLike
@@ -53,7 +54,8 @@ class Overrides:
     flag and batch task key where there is one.
 
     ``roots`` are folders beside the workspace the model may write; ``mcp`` servers join the
-    configured ones (replacing one of the same name). Both add up across sources."""
+    configured ones (replacing one of the same name); ``allow`` and ``deny`` are permission
+    rules. They add up across sources."""
 
     model: str | None = None
     format: FormatLike | None = None
@@ -88,6 +90,8 @@ class Overrides:
     logprobs: bool | None = None
     """Ask the model's server for each generated token's log probability (a flag, not a
     key of the file: it is asked for a run, not a setup)."""
+    allow: tuple[Rule, ...] = ()
+    deny: tuple[Rule, ...] = ()
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> Overrides:
@@ -103,12 +107,13 @@ class Overrides:
 def merge(*layers: Overrides) -> Overrides:
     """What ``layers`` say together, the most specific first: each setting as the first layer
     that says it gives it (a value other than its field's default: None, or an empty
-    ``stop``); ``roots`` and ``mcp`` add up, a nearer layer's server winning its name. The one
-    rule of precedence every source of a run's settings goes through."""
+    ``stop``); ``roots``, ``allow``, ``deny`` and ``mcp`` add up, a nearer layer's server
+    winning its name. The one rule of precedence every source of a run's settings goes
+    through."""
     said: dict[str, Any] = {}
     for item in fields(Overrides):
         values = [getattr(layer, item.name) for layer in layers]
-        if item.name == "roots":
+        if item.name in ("roots", "allow", "deny"):
             said[item.name] = tuple(root for value in values for root in value)
         elif item.name == "mcp":
             named = {server.name: server for value in reversed(values) for server in value}
@@ -156,6 +161,8 @@ class RunSettings:
     background_after: float | None = BACKGROUND_AFTER
     """Seconds a shell command runs before it goes on as a background job (None: never)."""
     max_jobs: int = MAX_JOBS
+    permissions: PermissionRules = field(default_factory=PermissionRules)
+    """The rules of every source together (the file's, then ``--allow`` and ``--deny``)."""
 
     @property
     def model_name(self) -> str:
@@ -200,6 +207,7 @@ def resolve_settings(config: Config, *overrides: Overrides,
         sandbox=_sandbox(said.sandbox, config.sandbox), mcp_servers=said.mcp,
         limits=Limits(said.budget_usd, said.budget_tokens, said.time_limit),
         price=per_model.price, background_after=said.background_after or None,
+        permissions=PermissionRules(said.allow, said.deny),
         **{name: getattr(said, name) for name in PLAIN})
 
 
@@ -216,7 +224,8 @@ def _model_layer(model: ModelSettings) -> Overrides:
 def _file_layer(config: Config) -> Overrides:
     """What the file's top level says (its defaults where it is silent): the last source."""
     return Overrides(**{name: getattr(config, name) for name in FROM_FILE},
-                     mcp=config.mcp_servers, budget_usd=config.limits.usd,
+                     mcp=config.mcp_servers, allow=config.permissions.allow,
+                     deny=config.permissions.deny, budget_usd=config.limits.usd,
                      budget_tokens=config.limits.tokens, time_limit=config.limits.time)
 
 

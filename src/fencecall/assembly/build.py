@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..accounting import Account, Estimate, Pricing, Spend, TokenCounter, counter_for
 from ..config import Config, ConfigError, check_apart
 from ..execution import Session
+from ..execution.permissions import Permissions
 from ..sandbox import Sandbox, choose_sandbox
 from ..secrecy import Redactor, scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, HookRegistry, Toolchain
@@ -168,14 +169,15 @@ def session(env: Environment, config: Config, chain: Toolchain, *, confirm: Conf
             servers: McpServers | None = None, hooks: HookRegistry | None = None,
             kind: Callable[..., Session] = Session, warn: Warn = _warn,
             **extra: Any) -> Session:
-    """The session of a run: its tools, confirmation, roots, sandbox and secrets, and the
-    user's hooks from the configuration file (``warn`` tells of one that fails). ``kind``
-    makes it (a :class:`Session` subclass, with ``extra`` arguments); ``servers`` are closed
-    with it."""
+    """The session of a run: its tools, confirmation, permission rules, roots, sandbox and
+    secrets, and the user's hooks from the configuration file (``warn`` tells of one that
+    fails). ``kind`` makes it (a :class:`Session` subclass, with ``extra`` arguments);
+    ``servers`` are closed with it."""
     if config.hooks:
         hooks = hooks or HookRegistry()
         UserHooks(config.hooks, redact=Redactor(env.secrets), warn=warn).register(hooks)
     return kind(chain, workspace=env.settings.workspace, confirm=confirm,
+                permissions=Permissions(env.settings.permissions),
                 extra_roots=env.settings.roots[1:], hooks=hooks, sandbox=env.sandbox,
                 pass_env=config.pass_env, secrets=env.secrets, mcp_servers=servers,
                 background_after=env.settings.background_after,

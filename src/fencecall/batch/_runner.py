@@ -56,6 +56,7 @@ from ..secrecy import tool_environment
 from ..tools import Block, HookRegistry, ResourceKey, Toolchain
 from ..tools.hook_points import TOOL_PRE_EXECUTE, ToolPreExecute
 from ..tools.mcp import McpServerConfig
+from ..tools.permission_rules import PermissionRules
 from ._results import TaskResult, ToolCallRecord
 from ._task_workspace import WorkspaceError, diff, prepare
 from ._tasks import Task
@@ -123,6 +124,8 @@ class BatchOptions:
     """Ask the model's server for each generated token's log probability."""
     trajectories: bool = False
     """Write each finished task's trajectory in ATIF beside its log."""
+    permissions: PermissionRules = field(default_factory=PermissionRules)
+    """Permission rules of every task, besides the configuration's (``--allow``, ``--deny``)."""
 
     def __post_init__(self) -> None:
         # task workspaces are made (and removed) below the folder: the logs must not be
@@ -137,7 +140,8 @@ class BatchOptions:
                          sandbox=self.sandbox, network=self.network,
                          budget_usd=self.task_budget.usd, budget_tokens=self.task_budget.tokens,
                          time_limit=self.task_budget.time, autonomous=self.autonomous,
-                         logprobs=self.logprobs or None)
+                         logprobs=self.logprobs or None,
+                         allow=self.permissions.allow, deny=self.permissions.deny)
 
 
 class SetupError(Exception):

@@ -87,6 +87,17 @@ def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | Non
     parser.add_argument("--mcp", action="append", default=[], metavar="NAME=COMMAND",
                         help="use an MCP server's tools (as NAME.TOOL): a command started "
                              "over stdio, or a Streamable HTTP URL (repeatable)")
+    _add_permission_rules(parser)
+
+
+def _add_permission_rules(parser: argparse.ArgumentParser) -> None:
+    """``--allow`` and ``--deny``, which add to the configuration's ``[permissions]``."""
+    parser.add_argument("--allow", action="append", default=[], metavar="RULE",
+                        help="run calls the rule matches without asking, e.g. "
+                             "'shell(git status *)', 'save(src/**)', 'read' (repeatable)")
+    parser.add_argument("--deny", action="append", default=[], metavar="RULE",
+                        help="refuse calls the rule matches, even with -y, e.g. "
+                             "'shell(rm *)', 'read(**/.env)' (repeatable)")
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -312,6 +323,7 @@ def _add_batch(commands: Commands) -> None:
                             "call gets a reminder (default: the config's autonomous)")
     batch.add_argument("--max-tokens", type=_at_least(1), metavar="N",
                        help="output tokens asked of the model per reply")
+    _add_permission_rules(batch)
     _add_batch_limits(batch)
     _add_batch_records(batch)
     _add_request_timeout(batch)

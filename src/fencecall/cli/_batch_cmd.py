@@ -34,6 +34,7 @@ from ..config import load_config
 from ..message import Outcome
 from ..sandbox import SandboxPolicy, choose_sandbox
 from ..secrecy import scrub_own_environ
+from ..tools.permission_rules import PermissionRules
 from .options import overrides_of
 from .visible import visible
 
@@ -79,7 +80,8 @@ def _batch(args: argparse.Namespace) -> int:
         keep_workspaces=args.keep_workspaces,
         budget=Limits(args.batch_budget_usd, args.batch_budget_tokens, args.batch_time_limit),
         task_budget=Limits(flags.budget_usd, flags.budget_tokens),
-        logprobs=bool(args.logprobs), trajectories=args.trajectories)
+        logprobs=bool(args.logprobs), trajectories=args.trajectories,
+        permissions=PermissionRules(flags.allow, flags.deny))
     with ResultFile(out) as results:
         for note in results.notes:
             _say(f"note: {note}")

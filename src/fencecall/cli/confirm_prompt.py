@@ -7,7 +7,10 @@ file edits) where that says something the body does not. All of it goes through
 :func:`~fencecall.cli.visible.visible`, so an escape sequence, a carriage return or a bidi
 override in a call is shown (``␛[2K``, ``␍``, ``<U+202E>``), never interpreted, and nothing
 is read as rich markup. A very long part is shown as its head and tail around a marker line
-saying how much is left out; answering ``v`` prints everything and asks again.
+saying how much is left out; answering ``v`` prints everything and asks again. Where
+permission rules can express the call, ``a`` allows it and calls like it for the rest of the
+conversation: the narrowest rules (each command of a shell line, each path, the exact code)
+are shown before the question and said again once added.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ MAX_LINES = 60
 MAX_CHARS = 6000
 HEAD_LINES, HEAD_CHARS = 24, 2400
 TAIL_LINES, TAIL_CHARS = 12, 1200
+MAX_RULES = 300
+"""Characters of the rules an "always" answer would add shown before the call is viewed."""
 
 _LEXERS = {"shell": "bash", "ipython": "python", "python": "python"}
 
@@ -189,14 +194,41 @@ def question(request: ConfirmRequest, cut: bool) -> Text:
     return prompt.append(" [y/N] ")
 
 
+def _always_offer(console: Console, request: ConfirmRequest, complete: bool) -> None:
+    """Say what ``a`` would allow from now on, where it can be said (the first rules of
+    many, unless ``complete``)."""
+    if request.remember is None:
+        return
+    rules = list(request.remember.rules)
+    shown: list[str] = []
+    while rules and (complete or not shown or len(", ".join([*shown, rules[0]])) <= MAX_RULES):
+        shown.append(rules.pop(0))
+    more = f", and {len(rules)} more (v: view them)" if rules else ""
+    console.print(Text("(a: yes, and always allow for this conversation: ", style="bold")
+                  .append(visible_text(", ".join(shown)))
+                  .append(more + ")", style="bold"))
+
+
+def _always(console: Console, request: ConfirmRequest) -> bool:
+    """Add the narrowest rules that allow the call (the answer ``a``), and say them."""
+    if request.remember is None:
+        return False
+    request.remember.add()
+    console.print(Text("Allowed for the rest of this conversation: ", style="bold green")
+                  .append(visible_text(", ".join(request.remember.rules))))
+    return True
+
+
 def terminal_confirm(console: Console, stream: TextIO | None = None) -> ConfirmFunc:
-    """Show the complete call and ask y/N; ``v`` shows it uncut and asks again. Anything but
-    y/yes, end of input included, declines. ``stream`` replaces stdin (for tests)."""
+    """Show the complete call and ask y/N (or a: yes and always, where rules can say it); ``v``
+    shows it uncut and asks again. Anything else, end of input included, declines.
+    ``stream`` replaces stdin (for tests)."""
 
     def confirm(request: ConfirmRequest) -> bool:
         complete = False
         while True:
             cut = render_confirmation(console, request, complete=complete)
+            _always_offer(console, request, complete)
             try:
                 answer = console.input(question(request, cut), stream=stream)
             except EOFError:
@@ -206,6 +238,8 @@ def terminal_confirm(console: Console, stream: TextIO | None = None) -> ConfirmF
             if answer in ("v", "view"):
                 complete = True
                 continue
+            if answer in ("a", "always"):
+                return _always(console, request)
             return answer in ("y", "yes")
 
     return confirm

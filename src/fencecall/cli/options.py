@@ -12,6 +12,7 @@ from typing import Any
 from ..assembly import Overrides
 from ..errors import UserError
 from ..tools.mcp import DeclarationError, McpServerConfig, from_command_line
+from ..tools.permission_rules import Rule, parse_rule
 
 
 def overrides_of(args: argparse.Namespace) -> Overrides:
@@ -38,7 +39,13 @@ def overrides_of(args: argparse.Namespace) -> Overrides:
         budget_tokens=flag("budget_tokens"), time_limit=flag("time_limit"),
         autonomous=flag("autonomous") if "autonomous" in vars(args) else False,
         compaction=flag("compaction"), background_after=flag("background_after"),
-        logprobs=flag("logprobs"))
+        logprobs=flag("logprobs"),
+        allow=rules_of(args, "allow"), deny=rules_of(args, "deny"))
+
+
+def rules_of(args: argparse.Namespace, which: str) -> tuple[Rule, ...]:
+    """The rules of ``--allow`` or ``--deny`` (``which``); a malformed one is a UserError."""
+    return tuple(parse_rule(text) for text in getattr(args, which, None) or ())
 
 
 def mcp_declarations_of(args: argparse.Namespace) -> tuple[McpServerConfig, ...]:

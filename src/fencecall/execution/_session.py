@@ -40,6 +40,7 @@ from ..tools import (
     ResourceKey,
     TextFiles,
     Toolchain,
+    ToolInvocation,
 )
 from ..tools.hook_points import SESSION_END, SESSION_START, SessionEvent
 from ..tools.runtime.job_manager import JobManager, JobView
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from ..tools.mcp.servers import McpServers
 from ._pipeline import execute_calls
 from .confirm_policy import auto_no
+from .permissions import Permissions
 
 R = TypeVar("R")
 
@@ -68,6 +70,7 @@ class Session:
     ``background_after`` seconds (None: never) goes on as one of at most ``max_jobs``
     background :attr:`jobs`, which end with the session. What each tool process may take is
     the sandbox's ``limits`` (see :class:`~fencecall.sandbox._resource_limits.ResourceLimits`).
+    ``permissions`` are the rules that refuse calls or let them run unasked (none by default).
     """
 
     def __init__(self, toolchain: Toolchain, *, workspace: Path | str | None = None,
@@ -77,7 +80,8 @@ class Session:
                  network: bool = False, pass_env: Iterable[str] = (),
                  secrets: Mapping[str, str] | None = None,
                  mcp_servers: McpServers | None = None,
-                 background_after: float | None = BACKGROUND_AFTER, max_jobs: int = MAX_JOBS):
+                 background_after: float | None = BACKGROUND_AFTER, max_jobs: int = MAX_JOBS,
+                 permissions: Permissions | None = None):
         remove_stale_once()
         sweep_once()
         sweep_groups_once()
@@ -114,6 +118,8 @@ class Session:
         self._resources: dict[ResourceKey[Any], Any] = {}
         self._lock = threading.RLock()
         self._closed = False
+        self.permissions = permissions or Permissions()
+        self.permissions.install(self._hooks)
         for spec in toolchain.tools:
             for hook in spec.hooks:
                 self._hooks.register(hook)
@@ -231,6 +237,12 @@ class Session:
             return self._sandbox
 
     def confirm(self, request: ConfirmRequest) -> bool:
+        """Ask through the session's confirm function, offering to remember the narrowest
+        permission rules that allow the call (an "always allow" answer adds them)."""
+        spec = self.toolchain.get(request.tool)
+        if request.remember is None and spec is not None:
+            invocation = ToolInvocation(request.call, spec, request.kwargs, self)
+            request = replace(request, remember=self.permissions.offer(invocation))
         return self._confirm(request)
 
     def tool_env(self) -> dict[str, str]:

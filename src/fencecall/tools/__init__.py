@@ -11,7 +11,14 @@ from ._parameters import ArgumentError, Parameter
 from .loading import ToolLoadError, builtin_tools, load_from_file, plugin_tools
 from .registry import Toolchain, UnknownToolError
 from .spec import Command, Example, Hint, ToolInvocation, ToolSpec, render_call
-from .tool_context import ConfirmFunc, ConfirmRequest, ResourceKey, TextFiles, ToolContext
+from .tool_context import (
+    ConfirmFunc,
+    ConfirmRequest,
+    Remember,
+    ResourceKey,
+    TextFiles,
+    ToolContext,
+)
 
 __all__ = [
     "Allow",
@@ -27,6 +34,7 @@ __all__ = [
     "HookPoint",
     "HookRegistry",
     "Parameter",
+    "Remember",
     "ResourceKey",
     "TextFiles",
     "ToolContext",

@@ -126,6 +126,8 @@ class ToolSpec:
     init: Callable[[], ToolSpec] | None = None
     confirm: bool | Callable[[ToolInvocation], bool] = False
     preview: Callable[[ToolInvocation], str | None] | None = None
+    paths: Callable[[ToolInvocation], list[str]] | None = None
+    """The paths a call names, as given (file tools): permission rules judge it by them."""
     functions: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """Functions this tool makes callable from code run by the python tool."""
     schema: Mapping[str, Any] | None = None

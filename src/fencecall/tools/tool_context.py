@@ -41,15 +41,27 @@ JOBS: ResourceKey[JobManager] = ResourceKey("jobs")
 
 
 @dataclass(frozen=True, slots=True)
+class Remember:
+    """The narrowest permission rules that allow a call the user is asked about, as written,
+    and ``add``, which keeps them for the rest of the conversation: an "always allow this"
+    answer (see :mod:`fencecall.execution.permissions`)."""
+
+    rules: tuple[str, ...]
+    add: Callable[[], None]
+
+
+@dataclass(frozen=True, slots=True)
 class ConfirmRequest:
     """What the user is asked: the complete call as written and as bound, a one-line
-    question, and a preview of its effect (a diff, say)."""
+    question, a preview of its effect (a diff, say) and, where rules can express it, how to
+    allow calls like it from now on (``remember``)."""
 
     tool: str
     call: ToolCall
     question: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     preview: str | None = None
+    remember: Remember | None = None
 
 
 ConfirmFunc = Callable[[ConfirmRequest], bool]

@@ -26,6 +26,11 @@ def target(invocation: ToolInvocation) -> Place:
     return locate(invocation.kwargs["path"], invocation.context.roots)
 
 
+def named_path(invocation: ToolInvocation) -> list[str]:
+    """The one path the call names (for permission rules)."""
+    return [invocation.kwargs["path"]]
+
+
 def allowed(invocation: ToolInvocation) -> bool:
     """Confirmation is only asked for paths the tool may write (others are refused)."""
     try:
@@ -178,6 +183,7 @@ def _file_tool(name: str, desc: str, instructions: str, markdown: str,
                     instructions_format={"markdown": markdown}, examples=examples,
                     execute=execute_write, parameters=PATH_AND_CONTENT, content_param="content",
                     argline_param="path", confirm=worth_asking, preview=preview,
+                    paths=named_path,
                     hints=frozenset({Hint.FILES}))
 
 

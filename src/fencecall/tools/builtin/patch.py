@@ -11,7 +11,7 @@ from ..runtime.file_io import newline_of, printable, unified_diff
 from ..runtime.patching import Hunk, apply_patch, parse_patch
 from ..spec import Example, Hint, ToolInvocation, ToolSpec
 from ..workspace import Place, display
-from .file_write import allowed, read_text, target, write_file
+from .file_write import allowed, named_path, read_text, target, write_file
 
 
 def _patched(invocation: ToolInvocation, place: Place) -> tuple[str, str, int]:
@@ -67,6 +67,7 @@ tool = ToolSpec(
     argline_param="path",
     confirm=allowed,
     preview=preview,
+    paths=named_path,
     hints=frozenset({Hint.FILES}),
     examples=(
         Example.call(path="hello.py", patch='<<<<<<< ORIGINAL\nprint("Hello world")\n=======\n'

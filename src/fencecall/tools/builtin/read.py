@@ -149,6 +149,14 @@ def _exists(given: str, roots: tuple[Path, ...]) -> bool:
         return False
 
 
+def requested_paths(invocation: ToolInvocation) -> list[str]:
+    """The paths the call reads (for permission rules); none where it names none."""
+    try:
+        return [path for path, _, _ in _requests(invocation)]
+    except ToolError:
+        return []
+
+
 def execute_read(invocation: ToolInvocation) -> Message:
     requests = _requests(invocation)
     if len(requests) == 1:
@@ -183,6 +191,7 @@ tool = ToolSpec(
     ),
     content_param="paths",
     argline_param="path",
+    paths=requested_paths,
     hints=frozenset({Hint.FILES, Hint.READ_ONLY}),
     examples=(Example.call(path="hello.py"),
               Example.result('hello.py (lines 1-1 of 1):\n1  print("Hello world")')),
