@@ -247,3 +247,17 @@ def test_every_kind_of_recorded_message_becomes_a_valid_event() -> None:
     assert [(e["type"], e.get("kind") or e.get("event")) for e in said] == [
         ("job", "ended"), ("limit", "time-limit"), ("limit", "gave-up"),
         ("feedback", "reminder"), ("notice", None)]
+
+
+def test_the_rules_in_force_are_in_init_and_a_refused_call_is_a_blocked_result(
+        fencecall: CLI, workspace: Path) -> None:
+    replies = [shell("echo hi; touch made"), shell("echo hi"), Reply("Done.")]
+    with FakeModelServer(replies) as server:
+        result = fencecall("--model", "local/m", "--sandbox", "off", "--allow",
+                           "shell(echo *)", "--deny", "shell(touch *)", "--output-format",
+                           "stream-json", "try", base_url=server.openai_url)
+    assert result.returncode == 0, result.stderr
+    events = events_of(result.stdout)
+    assert events[0]["permissions"] == {"allow": ["shell(echo *)"], "deny": ["shell(touch *)"]}
+    assert [e["status"] for e in of_type(events, "tool_result")] == ["blocked", "ok"]
+    assert not (workspace / "made").exists()

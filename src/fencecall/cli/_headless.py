@@ -18,7 +18,7 @@ import time
 import warnings
 from typing import Any, TextIO
 
-from .. import __version__, telemetry
+from .. import telemetry
 from ..agent import Agent
 from ..agent.stats import PriceOf
 from ..config import Config, load_config
@@ -27,7 +27,14 @@ from ..execution import auto_no, auto_yes
 from ..message import Outcome
 from ..providers import ProviderError
 from ._agent_from_flags import Frontend, build_agent
-from ._stream_json import JsonLines, RunEvents, failure_event, result_event, say_json
+from ._stream_json import (
+    JsonLines,
+    RunEvents,
+    failure_event,
+    init_event,
+    result_event,
+    say_json,
+)
 
 
 def run_headless(args: argparse.Namespace) -> int:
@@ -70,7 +77,8 @@ def _run(args: argparse.Namespace, config: Config, lines: JsonLines) -> int:
     agent = build_agent(args, config, frontend)
     try:
         events.attach(agent.session.toolchain, agent.conversation.name)
-        lines.write(_init(agent, args))
+        lines.write(init_event(agent.session, f"{agent.provider.name}/{agent.model}",
+                               agent.format.name, yes=args.yes))
         if args.input_format == "stream-json":
             return _turns(agent, lines, prices, sys.stdin)
         prompt = " ".join(args.prompt) if args.prompt else sys.stdin.read().strip()
@@ -78,17 +86,6 @@ def _run(args: argparse.Namespace, config: Config, lines: JsonLines) -> int:
     finally:
         agent.session.close()
         agent.conversation.close()
-
-
-def _init(agent: Agent, args: argparse.Namespace) -> dict[str, Any]:
-    """The ``init`` line: what the run is, before it starts."""
-    session = agent.session
-    return {"type": "system", "subtype": "init", "cwd": str(session.workspace),
-            "model": f"{agent.provider.name}/{agent.model}",
-            "tools": list(session.toolchain.names()), "format": agent.format.name,
-            "sandbox": {"policy": str(session.sandbox.policy),
-                        "network": session.sandbox.network},
-            "confirm": "yes" if args.yes else "declined", "version": __version__}
 
 
 def _turn(agent: Agent, lines: JsonLines, prices: PriceOf, prompt: str) -> int:

@@ -10,7 +10,7 @@ import sys
 import time
 import warnings
 
-from .. import __version__, telemetry
+from .. import telemetry
 from ..agent import CallsFound, ReplyDone, ToolResult
 from ..assembly import resolve_settings, tool_session
 from ..config import load_config
@@ -19,7 +19,14 @@ from ..execution import auto_no, auto_yes, resolve
 from ..message import Message
 from ..parsing import parse
 from ._headless import show_warning
-from ._stream_json import JsonLines, RunEvents, failure_event, say_json, usage_fields
+from ._stream_json import (
+    JsonLines,
+    RunEvents,
+    failure_event,
+    init_event,
+    say_json,
+    usage_fields,
+)
 from .options import overrides_of
 
 
@@ -45,12 +52,7 @@ def _run(args: argparse.Namespace, text: str, lines: JsonLines, started: float) 
             tool_session(settings, config, confirm=auto_yes if args.yes else auto_no,
                          warn=say_json("warning")) as session:
         events.attach(session.toolchain, None)
-        lines.write({"type": "system", "subtype": "init", "cwd": str(session.workspace),
-                     "model": None, "tools": list(session.toolchain.names()),
-                     "format": settings.format.name,
-                     "sandbox": {"policy": str(session.sandbox.policy),
-                                 "network": session.sandbox.network},
-                     "confirm": "yes" if args.yes else "declined", "version": __version__})
+        lines.write(init_event(session, None, settings.format.name, yes=args.yes))
         reply = Message("assistant", text)
         parsed = parse(text, settings.format)
         calls = [call for call in parsed.calls if resolve(call, session.toolchain)]

@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from .. import __version__
 from ..agent import AgentEvent, CallsFound, ReplyDone, ReplyText, Retrying, StepLimit, ToolResult
 from ..agent.stats import TOKEN_KINDS, PriceOf, collect
 from ..errors import ToolError
+from ..execution import Session
 from ..message import (
     CannotRun,
     Compacted,
@@ -227,6 +229,19 @@ class RunEvents:
                           "usage": usage_fields(reply.usage.as_dict()),
                           "counted": reply.counted,
                           "cost_usd": None if cost is None else float(cost)})
+
+
+def init_event(session: Session, model: str | None, fmt: str, *, yes: bool) -> dict[str, Any]:
+    """The ``init`` line: what the run is, before it starts."""
+    rules = session.permissions.rules
+    return {"type": "system", "subtype": "init", "cwd": str(session.workspace),
+            "model": model, "tools": list(session.toolchain.names()), "format": fmt,
+            "sandbox": {"policy": str(session.sandbox.policy),
+                        "network": session.sandbox.network},
+            "confirm": "yes" if yes else "declined",
+            "permissions": {"allow": [str(rule) for rule in rules.allow],
+                            "deny": [str(rule) for rule in rules.deny]},
+            "version": __version__}
 
 
 def result_event(outcome: Outcome, messages: Sequence[Message], started: float,
