@@ -75,7 +75,7 @@ def test_a_timeout_stops_the_rest_of_the_line_and_the_run_fails(sandbox: str,
 
 @pytest.mark.parametrize("sandbox", ["workspace-write", "off"])
 def test_ctrl_c_stops_the_rest_of_the_line(sandbox: str, tmp_path: Path) -> None:
-    marker = f"3{len(sandbox)}.25"
+    marker = f"3.{len(sandbox)}25"  # a sleep of its own to find: 3.1525 s, 3.325 s
     workspace = tmp_path / "ws"
     workspace.mkdir()
     reply = tmp_path / "reply.md"

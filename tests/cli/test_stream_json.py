@@ -261,3 +261,25 @@ def test_the_rules_in_force_are_in_init_and_a_refused_call_is_a_blocked_result(
     assert events[0]["permissions"] == {"allow": ["shell(echo *)"], "deny": ["shell(touch *)"]}
     assert [e["status"] for e in of_type(events, "tool_result")] == ["blocked", "ok"]
     assert not (workspace / "made").exists()
+
+
+def test_ctrl_c_ends_the_stream_with_an_interrupted_result(tmp_path: Path,
+                                                           workspace: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    with FakeModelServer([Reply("thinking for a long while", latency=60)]) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fencecall.cli.main", "--model", "local/m", "-w",
+             str(workspace), "--output-format", "stream-json", "think"],
+            env=cli_env(tmp_path, server.openai_url), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # the init line: the run has started
+        proc.send_signal(signal.SIGINT)
+        rest, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    events = events_of(first + rest)
+    assert events[-1]["subtype"] == "error_interrupted" and events[-1]["exit_code"] == 130
+    stderr_lines(stderr)

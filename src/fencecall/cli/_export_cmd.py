@@ -20,8 +20,9 @@ from .visible import json_visible, visible
 def run(args: argparse.Namespace) -> int:
     config = load_config()
     conversation = Conversation.open(config.home, args.conversation)  # none: exit 2
-    text = export(conversation, args.format, lambda model: config.model_settings(model).price)
-    if args.format == "atif":
+    kind = args.format  # an export's kind, not a call format
+    text = export(conversation, kind, lambda model: config.model_settings(model).price)
+    if kind == "atif":
         text = json_visible(text)
     if args.output is None:
         sys.stdout.write(visible(text) if sys.stdout.isatty() else text)

@@ -52,6 +52,10 @@ def run_headless(args: argparse.Namespace) -> int:
         say_json("error")(str(err))
         lines.write(failure_event("error_usage", str(err), 2, started))
         return 2
+    except KeyboardInterrupt:  # outside a turn (one ends as error_interrupted itself)
+        say_json("error")("interrupted")
+        lines.write(failure_event("error_interrupted", "interrupted", 130, started))
+        return 130
 
 
 def _check(args: argparse.Namespace, streaming: bool) -> None:
