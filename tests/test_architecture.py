@@ -21,6 +21,7 @@ LAYERS = (
      "fencecall.parsing", "fencecall.secrecy", "fencecall.telemetry"),
     ("fencecall.accounting", "fencecall.log_records"),
     ("fencecall.sandbox",),
+    ("fencecall.environments",),
     ("fencecall.tools",),
     ("fencecall.config",),
     ("fencecall.execution", "fencecall.providers"),
