@@ -5,6 +5,7 @@ the base image of tests/containers.py)."""
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 from fencecall.batch import BatchOptions, run_batch
@@ -25,7 +26,7 @@ def mine() -> list[str]:
 
 
 def test_a_task_with_an_image_works_in_a_container_removed_at_its_end_or_timeout(
-        base_image: str, script: Script, options: BatchOptions) -> None:
+        base_image: str, script: Script, options: BatchOptions, tmp_path: Path) -> None:
     script.shell_then_answer("in", "pwd; echo made > made.txt; ls /sys/class/net")
     script.shell_then_answer("late", "sleep 60; touch late.txt")
     results = {r.id: r for r in run_batch(
@@ -38,4 +39,9 @@ def test_a_task_with_an_image_works_in_a_container_removed_at_its_end_or_timeout
     assert Path(str(done.workspace), "made.txt").read_text() == "made\n"  # the host copy
     assert late.status == "timeout"
     assert not Path(str(late.workspace), "late.txt").exists()
+    assert mine() == []
+    inside = replace(options, environment=f"container:{base_image}", folder=tmp_path / "b2")
+    script.shell_then_answer("all", "grep -c bookworm /etc/os-release; pwd")
+    [every] = run_batch([task("all")], inside)  # the batch's --env, for tasks without image
+    assert every.status == "done" and "/work" in Path(str(every.log)).read_text()
     assert mine() == []

@@ -49,10 +49,11 @@ def app_image(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> str:
     return IMAGE
 
 
-def ours() -> set[str]:
-    """The ids of fencecall's containers of this file's image now (running or not): other
-    tests may start containers of other images meanwhile."""
-    done = _podman("ps", "--all", "--no-trunc", "--filter", f"label={LABEL}", "--format",
+def ours(*, running: bool = False) -> set[str]:
+    """The ids of fencecall's containers of this file's image now (``running``, or in any
+    state): other tests may start containers of other images meanwhile."""
+    which = ["--filter", "status=running"] if running else ["--all"]
+    done = _podman("ps", *which, "--no-trunc", "--filter", f"label={LABEL}", "--format",
                    "{{.ID}} {{.Image}}")
     return {line.split()[0] for line in done.stdout.splitlines()
             if line.split()[1:] and line.split()[1].rpartition("/")[2].startswith(IMAGE + ":")}
@@ -147,7 +148,7 @@ def test_ctrl_c_removes_the_container_and_kill_9_leaves_it_to_the_next_start(
                 env=cli_env(tmp_path, server.openai_url), stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL)
             known = before | set(started)
-            new = _wait_for(lambda known=known: ours() - known, proc)
+            new = _wait_for(lambda known=known: ours(running=True) - known, proc)
             time.sleep(1.5)  # the command runs
             proc.send_signal(signum)
             proc.wait(timeout=30)

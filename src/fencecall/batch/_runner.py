@@ -126,6 +126,10 @@ class BatchOptions:
     """Write each finished task's trajectory in ATIF beside its log."""
     permissions: PermissionRules = field(default_factory=PermissionRules)
     """Permission rules of every task, besides the configuration's (``--allow``, ``--deny``)."""
+    environment: str | None = None
+    """Where tasks without an ``image`` run their tools (``host``, ``sandbox``,
+    ``container:IMAGE``; None: the configuration's)."""
+    container_cli: str | None = None
 
     def __post_init__(self) -> None:
         # task workspaces are made (and removed) below the folder: the logs must not be
@@ -141,7 +145,8 @@ class BatchOptions:
                          budget_usd=self.task_budget.usd, budget_tokens=self.task_budget.tokens,
                          time_limit=self.task_budget.time, autonomous=self.autonomous,
                          logprobs=self.logprobs or None,
-                         allow=self.permissions.allow, deny=self.permissions.deny)
+                         allow=self.permissions.allow, deny=self.permissions.deny,
+                         environment=self.environment, container_cli=self.container_cli)
 
 
 class SetupError(Exception):

@@ -68,12 +68,14 @@ def _batch(args: argparse.Namespace) -> int:
     sandbox, warning = choose_sandbox(defaults.sandbox, [])
     if warning:
         print(f"fencecall: warning: {warning}", file=sys.stderr)
-    if args.yes and sandbox.policy is SandboxPolicy.OFF:
+    if args.yes and sandbox.policy is SandboxPolicy.OFF and \
+            not defaults.environment.startswith("container:"):
         _say("warning: -y without a sandbox: every call of every task runs with your rights")
     options = BatchOptions(
         config, folder, model=flags.model, tools=flags.tools, format=args.format,
         max_steps=flags.max_steps, task_timeout=args.task_timeout, concurrency=args.concurrency,
         sandbox=sandbox.policy.value, network=flags.network, yes=args.yes,
+        environment=flags.environment, container_cli=flags.container_cli,
         autonomous=flags.autonomous,
         retries=flags.retries, request_timeout=flags.request_timeout,
         max_tokens=flags.max_tokens, secrets=secrets, mcp_servers=defaults.mcp_servers,

@@ -75,6 +75,7 @@ class ContainerEnvironment:
         WORKDIR) is the host folder ``files``, first filled from the image where it is
         empty. No network unless ``network``."""
         cli = cli or choose_container_cli()
+        cli.require_descriptors()  # now, not at the first shell call
         sweep_once(cli)
         if not cli.image_exists(image):
             raise ContainerUnavailable(f"there is no image {image!r} here: pull or build it "

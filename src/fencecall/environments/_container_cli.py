@@ -157,17 +157,22 @@ class ContainerCli:
         (podman only: docker cannot pass descriptors)."""
         options = ["--interactive"] if interactive else []
         if preserve_fds:
-            if self.program != "podman":
-                raise ContainerUnavailable(
-                    f"{self.program} cannot pass descriptors into a container (exec "
-                    "--preserve-fds), which the persistent shell and python need; use podman "
-                    "(container_cli = \"podman\")")
+            self.require_descriptors()
             options.append(f"--preserve-fds={preserve_fds}")
         if workdir:
             options += ["--workdir", workdir]
         for key, value in (env or {}).items():
             options += ["--env", f"{key}={value}"]
         return self.argv("exec", *options, container, *argv)
+
+    def require_descriptors(self) -> None:
+        """:class:`ContainerUnavailable` where this CLI cannot pass descriptors into a
+        container (docker's exec has no ``--preserve-fds``)."""
+        if self.program != "podman":
+            raise ContainerUnavailable(
+                f"{self.program} cannot pass descriptors into a container (exec "
+                "--preserve-fds), which the persistent shell and python need; use podman "
+                "(container_cli = \"podman\")")
 
     def init_argv(self) -> list[str]:
         """The init that ``start``'s ``--init`` puts in every container, as a subreaper for

@@ -83,11 +83,6 @@ def spawn_python(environment: Environment, command: Sequence[str],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def interpreter_pids(environment: Environment, pid: int) -> tuple[int, int] | None:
-    """(host pid of the interpreter that calls itself ``pid``, host pid of its init)."""
-    return environment.host_pids(pid)
-
-
 def _init(environment: Environment, pid: int) -> int:
     found = environment.host_pids(pid)
     if found is None:

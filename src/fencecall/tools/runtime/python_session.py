@@ -322,7 +322,7 @@ class PythonSession:
         pid namespace's, not the host's: :meth:`_interpreter` finds that one)."""
         pid = ready.get("pid")
         if self._place is not None and self._interpreter_pid is None and isinstance(pid, int):
-            found = in_environment.interpreter_pids(self._place, pid)
+            found = self._place.host_pids(pid)  # the interpreter's, and its init's
             if found is not None:
                 (self._interpreter_pid, self._init), self._own = found, frozenset(found[:1])
         elif not self._sandbox.enforced and self._interpreter_pid is None and \
