@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from fencecall.environments import LABEL, ContainerEnvironment
+from fencecall.tools.runtime.shell_session import ShellSession
 
 from ..containers import base_image
 from ..fakeserver import FakeModelServer, Reply
@@ -179,6 +180,14 @@ def test_the_environment_runs_commands_and_copies_files_for_a_verifier(
         time.sleep(0.5)
         assert "sleep 30" not in env.exec(
             ["sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"], timeout=30)[1]
+        shell = ShellSession(env.files, environment=env, disk_limit=1 << 20)
+        try:  # the output cap holds in the container too: the files are fencecall's
+            clock = time.monotonic()
+            flood = shell.run("yes; touch /app/after-flood", timeout=60)
+            assert flood.overflowed and time.monotonic() - clock < 10, flood
+            assert shell.run("ls").stdout.split() == ["from-image.txt"]
+        finally:
+            shell.close()
         container = env.container
     assert container not in ours() and ours() <= before
 

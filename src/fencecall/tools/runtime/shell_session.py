@@ -427,7 +427,7 @@ class ShellSession:
                  sandbox: Sandbox | None = None, jobs: JobManager | None = None,
                  environment: Environment | None = None):
         self._cwd = cwd
-        self._environment_place = environment
+        self._place = environment
         self._env = env
         self._output_limit = output_limit
         self._jobs = jobs
@@ -458,8 +458,8 @@ class ShellSession:
     def _start(self) -> None:
         if self._closed:
             raise SessionAborted("the shell was closed; nothing runs in it again")
-        if self._environment_place is not None:
-            self._bash = self._start_in(self._environment_place)
+        if self._place is not None:
+            self._bash = self._start_in(self._place)
             return
         command = [_BASH, "--noprofile", "--norc"]
         if self._sandbox.enforced:
