@@ -18,7 +18,10 @@ from typing import Any
 
 import pytest
 
+from fencecall.assembly import Overrides, resolve_settings, tool_session
+from fencecall.config import Config
 from fencecall.environments import LABEL, ContainerEnvironment
+from fencecall.execution import auto_yes
 from fencecall.tools.runtime.shell_session import ShellSession
 
 from ..containers import base_image
@@ -162,13 +165,18 @@ def test_ctrl_c_removes_the_container_and_kill_9_leaves_it_to_the_next_start(
     assert not (workspace / "after").exists()
 
 
-def test_the_environment_runs_commands_and_copies_files_for_a_verifier(
+def test_an_environment_started_outside_runs_a_session_commands_and_copies_files(
         app_image: str, tmp_path: Path, before: set[str]) -> None:
     with ContainerEnvironment.start(app_image, tmp_path / "files") as env:
         assert env.workdir == "/app"
         assert (tmp_path / "files" / "from-image.txt").read_text() == "made in the image\n"
         code, out, err = env.exec(["sh", "-c", "pwd; echo oops >&2; exit 3"], timeout=30)
         assert (code, out, err) == (3, "/app\n", "oops\n")
+        settings = resolve_settings(Config(), Overrides(workspace=tmp_path / "x"), env={})
+        with tool_session(settings, Config(), confirm=auto_yes, environment=env) as session:
+            [said] = session.execute(f"{F}shell\ngrep PRETTY /etc/os-release; pwd\n{F}")
+        assert "fencecall test image" in said.content and "/app" in said.content
+        assert env.exec(["true"], timeout=30)[0] == 0  # the caller's: still running
         (tmp_path / "test.sh").write_text("echo verified > /tmp/reward\n")
         env.copy_in(tmp_path / "test.sh", "/tmp/test.sh")
         assert env.exec(["sh", "/tmp/test.sh"], timeout=30)[0] == 0
