@@ -139,10 +139,10 @@ def test_a_stop_ends_the_whole_command_inside_the_container(
     assert ours() <= before
 
 
-def test_ctrl_c_removes_the_container_and_kill_9_leaves_it_to_the_next_start(
+def test_ctrl_c_or_sigterm_removes_the_container_and_kill_9_leaves_it_to_the_next_start(
         app_image: str, tmp_path: Path, workspace: Path, before: set[str]) -> None:
     started: list[str] = []
-    for signum in (signal.SIGINT, signal.SIGKILL):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         replies = [shell("sleep 60; touch /app/after", timeout=90), Reply("never")]
         with FakeModelServer(replies) as server:
             proc = subprocess.Popen(
@@ -157,9 +157,9 @@ def test_ctrl_c_removes_the_container_and_kill_9_leaves_it_to_the_next_start(
             proc.send_signal(signum)
             proc.wait(timeout=30)
         started += new
-        if signum == signal.SIGINT:
-            assert not (ours() & set(new)), "Ctrl-C left its container"
-    assert set(started[1:]) <= ours(), "kill -9 cannot remove its container itself"
+        if signum != signal.SIGKILL:
+            assert not (ours() & set(new)), f"{signum!r} left its container"
+    assert set(started[-1:]) <= ours(), "kill -9 cannot remove its container itself"
     _start_and_stop(app_image, tmp_path)  # the next start sweeps the dead owner's
     assert not (ours() & set(started))
     assert not (workspace / "after").exists()

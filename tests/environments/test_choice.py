@@ -20,8 +20,10 @@ from fencecall.environments import (
     EnvironmentChoice,
     parse_environment,
 )
+from fencecall.errors import ToolError
 from fencecall.sandbox import SandboxPolicy
 from fencecall.tools.builtin._environment_paths import in_workspace
+from fencecall.tools.runtime._in_environment import spawn_python
 
 
 def test_the_choices_are_read_and_anything_else_names_them() -> None:
@@ -81,3 +83,9 @@ def test_docker_is_refused_for_an_environment_saying_why() -> None:
     with pytest.raises(ContainerUnavailable, match="docker cannot pass descriptors"):
         ContainerEnvironment.start("img", Path("/nonexistent"),
                                    cli=ContainerCli("docker", "/bin/false"))
+
+
+def test_an_image_without_python3_is_named_as_the_reason() -> None:
+    without = SimpleNamespace(has_program=lambda name: False)
+    with pytest.raises(ToolError, match="the environment has no python3"):
+        spawn_python(without, ["python3"], ())

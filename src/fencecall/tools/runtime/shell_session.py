@@ -589,7 +589,7 @@ class ShellSession:
                 if job is not None:
                     return job, True
                 status, why = bash.wait_marker(marker, timeout - first, self._disk_limit)
-        except KeyboardInterrupt:  # Ctrl-C: the whole command ends, the shell's state stays
+        except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM: the whole command ends
             self._stop(bash)
             raise
         if why == "marker":
