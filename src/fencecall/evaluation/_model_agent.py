@@ -1,0 +1,130 @@
+"""A model as a trial's agent: the task's instruction as its prompt, its tools working in
+the trial's container, its conversation logged in the trial's folder (``conversation.jsonl``)
+and exported as an ATIF trajectory (``trajectory.json``) when it ends.
+
+:func:`container_session` is where the tools meet the container. Until the container
+environment (``--env container:IMAGE``) is connected there, the session has no tools: the
+model can only answer, and nothing it writes runs anywhere, least of all on this host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .. import assembly
+from ..agent import Agent, Conversation
+from ..agent.offload import in_thread
+from ..agent.stats import TOKEN_KINDS, collect
+from ..assembly import Overrides, RunSettings, resolve_settings
+from ..config import Config
+from ..execution import Session, auto_yes
+from ..export import export
+from ..message import Outcome
+from ..providers import Provider, ProviderError
+from ..tools import Toolchain
+from ._container import TrialContainer
+from ._results import AgentRun
+from ._task import HarborTask
+
+TRAJECTORY = "trajectory.json"
+
+
+def container_session(settings: RunSettings, config: Config, container: TrialContainer,
+                      secrets: Mapping[str, str]) -> Session:
+    """The session of a model trial, whose tools are to run in ``container`` (see the
+    module: for now a session without tools). Every call runs unasked: the container is
+    the sandbox, and nobody is there to confirm."""
+    quiet = replace(settings, tools=())
+    env = assembly.environment(quiet, config, secrets, warn=lambda warning: None)
+    return assembly.session(env, config, Toolchain.build(()), confirm=auto_yes)
+
+
+@dataclass(slots=True)
+class ModelAgents:
+    """Runs model trials with one run's settings (``overrides``: the model, its limits,
+    format), sharing each model's provider, so its connections and rate limits are one."""
+
+    config: Config
+    overrides: Overrides
+    secrets: Mapping[str, str]
+    _providers: dict[str, Provider] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def settings(self, folder: Path) -> RunSettings:
+        return resolve_settings(self.config, self.overrides,
+                                Overrides(workspace=folder / "workspace"))
+
+    async def run(self, task: HarborTask, container: TrialContainer, folder: Path) -> AgentRun:
+        """The model's run on ``task`` within the task's agent timeout; never raises."""
+        clock = time.monotonic()
+        settings = self.settings(folder)
+        if settings.model is None:
+            return AgentRun("error", error="no model: pass --model or --agent oracle")
+        try:
+            agent = await in_thread(lambda: self._agent(settings, container, folder))
+        except Exception as err:
+            return AgentRun("error", error=f"the agent could not start: {err}")
+        outcome, error = await _driven(agent, task)
+        await in_thread(agent.session.close)
+        agent.conversation.close()
+        return self._ended(agent, outcome, error, time.monotonic() - clock)
+
+    def _agent(self, settings: RunSettings, container: TrialContainer, folder: Path) -> Agent:
+        model = str(settings.model)
+        with self._lock:  # trials start together; one provider per model
+            if model not in self._providers:
+                self._providers[model] = assembly.provider(settings, self.config,
+                                                           self.secrets)
+        session = container_session(settings, self.config, container, self.secrets)
+        conversation = Conversation(folder, synced=False)
+        conversation.remember({"model": model, "format": settings.format.name,
+                               "tools": list(session.toolchain.names()),
+                               "workspace": container.workdir, "container": container.id})
+        return assembly.agent(settings, self.config, self._providers[model], session,
+                              conversation, secrets=self.secrets)
+
+    def _ended(self, agent: Agent, outcome: Outcome, error: str | None,
+               seconds: float) -> AgentRun:
+        """The run's record: its tokens and cost as ``fencecall stats`` counts them, and
+        its trajectory."""
+        messages = agent.conversation.messages
+        stats = collect([messages], lambda key: self.config.model_settings(key).price)
+        tokens = {kind: sum(entry.tokens[kind] for entry in stats.models.values())
+                  for kind in TOKEN_KINDS}
+        trajectory = None
+        if agent.conversation.folder is not None:
+            trajectory = agent.conversation.folder / TRAJECTORY
+            trajectory.write_text(export(agent.conversation, "atif", lambda key: (
+                self.config.model_settings(key).price)), encoding="utf-8")
+        path = agent.conversation.path
+        return AgentRun(outcome.value, round(seconds, 3), error=error,
+                        steps=sum(1 for m in messages if m.role == "assistant"), tokens=tokens,
+                        cost_usd=None if stats.cost is None else str(stats.cost),
+                        log=None if path is None else str(path),
+                        trajectory=None if trajectory is None else str(trajectory))
+
+    async def aclose(self) -> None:
+        for provider in self._providers.values():
+            closing = getattr(provider, "aclose", None)
+            if callable(closing):
+                await closing()
+
+
+async def _driven(agent: Agent, task: HarborTask) -> tuple[Outcome, str | None]:
+    """The agent's outcome on the task's instruction, and what went wrong where it could
+    not go on (its model's server failed); ``timeout`` past the task's agent timeout."""
+    try:
+        outcome = await asyncio.wait_for(agent.asend(task.instruction), task.agent_timeout)
+    except TimeoutError:
+        return Outcome.TIMEOUT, None
+    except ProviderError as err:
+        return Outcome.ERROR, str(err)
+    if outcome in (Outcome.ERROR, Outcome.INTERRUPTED):
+        messages = agent.conversation.messages
+        return Outcome.ERROR, messages[-1].content if messages else "the run failed"
+    return outcome, None
