@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Callable
 
 from .. import __version__
-from ..defaults import BACKGROUND_AFTER, CONCURRENCY
+from ..defaults import BACKGROUND_AFTER, BUILDS_AT_ONCE, CONCURRENCY, TRIALS_AT_ONCE
 from ..parsing.formats import FORMATS
 
 TYPE_CHECKING = False
@@ -398,10 +398,10 @@ def _add_eval(commands: Commands) -> None:
     evaluate.add_argument("--model", "-m", help="provider/name of the model")
     evaluate.add_argument("-k", "--trials", type=_at_least(1), default=1, metavar="N",
                           help="trials of each task (pass@k for k up to N; default 1)")
-    evaluate.add_argument("--concurrency", "-j", type=_at_least(1), default=4, metavar="N",
-                          help="trials at once (default 4)")
-    evaluate.add_argument("--max-builds", type=_at_least(1), default=2, metavar="N",
-                          help="image builds at once (default 2)")
+    evaluate.add_argument("--concurrency", "-j", type=_at_least(1), default=TRIALS_AT_ONCE,
+                          metavar="N", help=f"trials at once (default {TRIALS_AT_ONCE})")
+    evaluate.add_argument("--max-builds", type=_at_least(1), default=BUILDS_AT_ONCE,
+                          metavar="N", help=f"image builds at once (default {BUILDS_AT_ONCE})")
     evaluate.add_argument("--dir", type=_path, default=None, metavar="DIR",
                           help="folder for the trials' logs, trajectories and the build logs "
                                "(default: RESULTS.d)")

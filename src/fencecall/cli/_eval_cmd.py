@@ -80,5 +80,7 @@ def _told(result: TrialResult) -> None:
         first = (result.error or "").strip().splitlines()[:1]
         _say(f"{result.id}: {result.error_kind} error: {first[0] if first else '?'}")
     else:
-        _say(f"{result.id}: reward {result.reward:g} ({result.agent} {result.agent_outcome}, "
+        said = f"reward {result.reward:g}" if result.reward is not None \
+            else f"rewards {dict(result.rewards or {})}"
+        _say(f"{result.id}: {said} ({result.agent} {result.agent_outcome}, "
              f"{result.wall_s:.1f} s{', image built' if result.image_built else ''})")

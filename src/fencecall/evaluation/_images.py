@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..agent.offload import in_thread
+from ..defaults import BUILDS_AT_ONCE
 from ..environments import ContainerCli, ContainerError
 from ._task import EnvironmentSpec
 
@@ -57,9 +58,11 @@ def context_key(cli: ContainerCli, dockerfile: Path) -> str:
     for path in sorted(p for p in context.rglob("*") if p.is_file() and not p.is_symlink()
                        and not _IGNORED & set(p.relative_to(context).parts)):
         name = path.relative_to(context).as_posix().encode()
-        data = path.read_bytes()
         executable = b"x" if os.access(path, os.X_OK) else b"-"
-        digest.update(b"%d:%s%s%d:" % (len(name), name, executable, len(data)) + data)
+        digest.update(b"%d:%s%s%d:" % (len(name), name, executable, path.stat().st_size))
+        with path.open("rb") as data:
+            for chunk in iter(lambda: data.read(1 << 20), b""):
+                digest.update(chunk)
     for base in _bases(dockerfile.read_text(encoding="utf-8", errors="replace")):
         done = cli.call("image", "inspect", "--format", "{{.Id}}", base, check=False)
         digest.update(f"FROM {base} {done.stdout.strip() if done.returncode == 0 else ''}\n"
@@ -83,7 +86,7 @@ def _bases(dockerfile: str) -> list[str]:
 class ImageCache:
     """The images of one run's tasks (see the module)."""
 
-    def __init__(self, cli: ContainerCli, logs: Path, max_builds: int = 2):
+    def __init__(self, cli: ContainerCli, logs: Path, max_builds: int = BUILDS_AT_ONCE):
         self.cli, self.logs = cli, logs
         self._builds = asyncio.Semaphore(max(1, max_builds))
         self._locks: dict[str, asyncio.Lock] = {}

@@ -69,9 +69,13 @@ class ModelAgents:
             agent = await in_thread(lambda: self._agent(settings, container, folder))
         except Exception as err:
             return AgentRun("error", error=f"the agent could not start: {err}")
-        outcome, error = await _driven(agent, task)
-        await in_thread(agent.session.close)
-        agent.conversation.close()
+        try:
+            outcome, error = await _driven(agent, task)
+        except Exception as err:
+            outcome, error = Outcome.ERROR, f"{type(err).__name__}: {err}"
+        finally:
+            await in_thread(agent.session.close)
+            agent.conversation.close()
         return self._ended(agent, outcome, error, time.monotonic() - clock)
 
     def _agent(self, settings: RunSettings, container: TrialContainer, folder: Path) -> Agent:

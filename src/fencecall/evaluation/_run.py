@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..agent.offload import in_thread
 from ..batch import ResultFile
-from ..defaults import CONCURRENCY
+from ..defaults import BUILDS_AT_ONCE, TRIALS_AT_ONCE
 from ..environments import ContainerCli, choose_container_cli
 from ._images import ImageCache
 from ._model_agent import ModelAgents
@@ -34,8 +34,8 @@ class EvalOptions:
 
     folder: Path
     trials: int = 1
-    concurrency: int = CONCURRENCY
-    max_builds: int = 2
+    concurrency: int = TRIALS_AT_ONCE
+    max_builds: int = BUILDS_AT_ONCE
     models: ModelAgents | None = None
     cli: ContainerCli | None = None
     """The container CLI (None: podman or docker, whichever answers)."""
