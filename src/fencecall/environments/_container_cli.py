@@ -35,7 +35,7 @@ OWNER_LABEL = "dev.fencecall.owner"
 ANSWER_WITHIN = 20.0
 """Seconds a CLI has to answer ``info`` before it counts as not working."""
 _CRUN_CGROUPS = "cgroups in hybrid mode"
-_SETRLIMIT = ("setrlimit", "RLIMIT_NOFILE", "RLIMIT_NPROC")
+_SETRLIMIT = ("setrlimit", "setting rlimit", "RLIMIT_NOFILE", "RLIMIT_NPROC")
 ULIMITS = ("--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024")
 """Limits a machine without ``CAP_SYS_RESOURCE`` accepts (it cannot raise the defaults)."""
 _TAIL = 2000
@@ -118,10 +118,12 @@ class ContainerCli:
     def _started(self, options: list[str]) -> str:
         """``run options``, fixed and tried again while it fails for a known reason."""
         while True:
+            tried = (self.runtime, self.run_flags)
             done = self.call("run", *self.run_flags, *options, check=False)
             if done.returncode == 0:
                 return done.stdout.strip().splitlines()[-1]
-            if not self._fix(done.stderr):
+            # a start at the same time may have adopted the fix meanwhile: try with it
+            if tried == (self.runtime, self.run_flags) and not self._fix(done.stderr):
                 raise ContainerUnavailable(
                     f"{self.program} could not start a container: "
                     f"{done.stderr.strip()[-_TAIL:]}")
