@@ -7,11 +7,14 @@ import json
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fencecall.environments import choose_container_cli
+from fencecall.evaluation import TAG, context_key
 from tests.cli.conftest import cli_env
 from tests.fakeserver import FakeModelServer, Reply
 
@@ -62,7 +65,7 @@ def make_task(root: Path, name: str, toml: str, dockerfile: str, test: str,
 
 
 @pytest.fixture(scope="module")
-def task_set(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def task_set(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Two tasks on the base image: ``hello`` (a context of its own, WORKDIR /app, env
     variables, reward.json) and ``plain`` (a Dockerfile that is only a FROM, workdir /work
     from task.toml, reward.txt). A nonce in hello's context makes its image new to this
@@ -84,7 +87,10 @@ difficulty = "easy"
               {"base.txt": "base\n", "nonce": uuid.uuid4().hex})
     make_task(root, "plain", 'version = "1.0"\n[environment]\nallow_internet = false\n'
               'workdir = "/work"\n', f"FROM {base_image}\n", TEST_TXT)
-    return root
+    yield root
+    # hello's image is this module's alone (plain's tag is its base's own image)
+    key = context_key(choose_container_cli("podman"), root / "hello/environment/Dockerfile")
+    subprocess.run(["podman", "rmi", f"{TAG}:{key}"], capture_output=True, check=False)
 
 
 def fencecall_eval(tmp_path: Path, *args: str, url: str = "http://127.0.0.1:9",
@@ -156,7 +162,7 @@ def test_a_model_that_does_nothing_scores_0_and_leaves_a_trajectory(
     assert line["agent_outcome"] == "done" and line["steps"] == 1
     assert line["reward"] == 0.0 and line["rewards"] == {"reward": 0.0}
     assert "not solved" in line["verifier_output"]
-    assert line["tokens"]["input"] > 0
+    assert line["tokens"]["input_tokens"] > 0 and line["cost_usd"] is None  # no price
     prompt = asked[0].body["messages"][-1]["content"]
     assert "Write 42 into answer.txt." in prompt
     trajectory = json.loads(Path(line["trajectory"]).read_text())
