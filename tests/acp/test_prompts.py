@@ -57,15 +57,18 @@ def test_a_rejected_call_is_declined_for_the_model(tmp_path: Path, workspace: Pa
     assert "was not confirmed, so it did not run" in told
 
 
-def test_allow_always_asks_once_per_tool(tmp_path: Path, workspace: Path) -> None:
+def test_allow_always_adds_the_narrowest_rules_for_the_session(tmp_path: Path,
+                                                                workspace: Path) -> None:
     editor = Editor(answer="allow-always")
-    replies = [Reply(f"{F}shell\necho one\n{F}\n"), Reply(f"{F}shell\necho two\n{F}\n"),
-               Reply("Both ran.")]
+    replies = [Reply(f"{F}shell\necho one\n{F}\n"), Reply(f"{F}shell\necho one\n{F}\n"),
+               Reply(f"{F}shell\necho two\n{F}\n"), Reply("All ran.")]
     with FakeModelServer(replies) as server:
-        stop = run(_prompt(tmp_path, workspace, server.openai_url, "twice", editor))
+        stop = run(_prompt(tmp_path, workspace, server.openai_url, "thrice", editor))
     assert stop == "end_turn"
-    assert editor.timeline().count("permission") == 1
-    assert editor.timeline().count("tool_call_update:completed") == 2
+    assert editor.timeline().count("permission") == 2  # echo one once, then echo two
+    assert editor.timeline().count("tool_call_update:completed") == 3
+    _, _, offered = next(event for event in editor.events if isinstance(event, tuple))
+    assert offered[1].name == "Always allow in this session: shell(echo one)"
 
 
 def test_a_save_shows_its_diff(tmp_path: Path, workspace: Path) -> None:

@@ -18,6 +18,10 @@ from fencecall.evaluation import TAG, context_key
 from tests.cli.conftest import cli_env
 from tests.fakeserver import FakeModelServer, Reply
 
+from ..containers import base_image
+
+__all__ = ["base_image"]
+
 WAIT = 600.0
 
 SOLVE = """\

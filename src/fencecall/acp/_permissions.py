@@ -4,9 +4,11 @@ Every call the session would confirm at a terminal becomes a ``session/request_p
 whose content is the terminal's confirmation, complete and never cut: the same parts
 (:func:`fencecall.cli.confirm_prompt.parts`), each made visible (:func:`fencecall.cli.visible.
 visible`) and fenced, so neither an escape sequence nor markdown changes how it reads. The
-answers: allow once, allow this tool for the rest of the session, reject. Nothing runs
-before the answer; a cancelled or failed request (the editor went away) is a rejection, which
-the model is told of as a declined call.
+answers: allow once; always allow, which adds the narrowest permission rules that allow the
+call for the rest of the session, as the terminal's ``a`` does (offered where rules can
+express the call: see :meth:`fencecall.execution.permissions.Permissions.offer`); reject.
+Nothing runs before the answer; a cancelled or failed request (the editor went away) is a
+rejection, which the model is told of as a declined call.
 """
 
 from __future__ import annotations
@@ -23,12 +25,23 @@ from ._text import fenced
 from ._updates import KINDS, Reporter
 
 ALLOW, ALWAYS, REJECT = "allow-once", "allow-always", "reject-once"
-OPTIONS = (
-    PermissionOption(option_id=ALLOW, name="Allow once", kind="allow_once"),
-    PermissionOption(option_id=ALWAYS, name="Allow this tool for this session",
-                     kind="allow_always"),
-    PermissionOption(option_id=REJECT, name="Reject", kind="reject_once"),
-)
+_ONCE = PermissionOption(option_id=ALLOW, name="Allow once", kind="allow_once")
+_REJECT = PermissionOption(option_id=REJECT, name="Reject", kind="reject_once")
+SHOWN_RULES = 300
+"""Characters of the rules an "always allow" option names (the rest is cut, with a mark)."""
+
+
+def options(request: ConfirmRequest) -> tuple[PermissionOption, ...]:
+    """Allow once, always allow (naming the rules it adds, where rules can express the
+    call), reject."""
+    if request.remember is None:
+        return _ONCE, _REJECT
+    rules = visible(", ".join(request.remember.rules))
+    if len(rules) > SHOWN_RULES:
+        rules = rules[:SHOWN_RULES] + " …"
+    always = PermissionOption(option_id=ALWAYS, name=f"Always allow in this session: {rules}",
+                              kind="allow_always")
+    return _ONCE, always, _REJECT
 
 Ask = Callable[[ToolCallUpdate, Sequence[PermissionOption]], str | None]
 """Sends the request and waits for the option chosen (None: cancelled, or no answer)."""
@@ -47,17 +60,17 @@ def request_text(request: ConfirmRequest) -> str:
 
 
 class Permissions:
-    """The session's confirm function: asks through ``ask``, and remembers the tools the
-    user allowed for the whole session (with ``yes``, every call is allowed: ``-y``)."""
+    """The session's confirm function: asks through ``ask`` (with ``yes``, every call is
+    allowed: ``-y``). What the user always allows becomes permission rules of the session,
+    which let such calls run before anyone is asked."""
 
     def __init__(self, ask: Ask, reporter: Reporter, *, yes: bool = False):
         self._ask = ask
         self._reporter = reporter
         self._yes = yes
-        self.always: set[str] = set()
 
     def __call__(self, request: ConfirmRequest) -> bool:
-        allowed = self._yes or request.tool in self.always or self._asked(request)
+        allowed = self._yes or self._asked(request)
         if allowed:
             self._reporter.running()
         return allowed
@@ -68,7 +81,8 @@ class Permissions:
             tool_call_id=call_id, title=visible(f"{request.question} ({request.tool})"),
             kind=KINDS.get(request.tool, "other"), status="pending",
             content=[acp.tool_content(acp.text_block(request_text(request)))])
-        chosen = self._ask(update, OPTIONS)
-        if chosen == ALWAYS:
-            self.always.add(request.tool)
-        return chosen in (ALLOW, ALWAYS)
+        offered = options(request)
+        chosen = self._ask(update, offered)
+        if chosen == ALWAYS and request.remember is not None:
+            request.remember.add()
+        return chosen in {option.option_id for option in offered} - {REJECT}

@@ -35,7 +35,9 @@ OWNER_LABEL = "dev.fencecall.owner"
 ANSWER_WITHIN = 20.0
 """Seconds a CLI has to answer ``info`` before it counts as not working."""
 _CRUN_CGROUPS = "cgroups in hybrid mode"
-_SETRLIMIT = ("setrlimit", "setting rlimit", "RLIMIT_NOFILE", "RLIMIT_NPROC")
+_RLIMIT = "rlimit"
+"""In what crun ("setrlimit RLIMIT_NOFILE") and runc ("error setting rlimit type 7") say
+when the default limits are refused."""
 ULIMITS = ("--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024")
 """Limits a machine without ``CAP_SYS_RESOURCE`` accepts (it cannot raise the defaults)."""
 _TAIL = 2000
@@ -144,7 +146,7 @@ class ContainerCli:
                         "fencecall then uses")
                 self.runtime = "runc"
                 return True
-            if any(word in stderr for word in _SETRLIMIT) and not self.run_flags:
+            if _RLIMIT in stderr.lower() and not self.run_flags:
                 self.run_flags = ULIMITS
                 return True
         return False
