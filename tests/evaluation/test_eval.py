@@ -198,3 +198,29 @@ def test_a_missing_variable_is_that_task_s_error(task_set: Path, tmp_path: Path)
     [line] = lines(out)
     assert line["error_kind"] == "task"
     assert "needs the variable EVAL_GREETING, which is not set" in line["error"]
+
+
+def test_an_agent_past_its_timeout_is_stopped_whole_and_a_slow_verifier_is_an_error(
+        base_image: str, tmp_path: Path) -> None:
+    root = tmp_path / "set"
+    make_task(root, "slow-agent", "[environment]\nallow_internet = false\n"
+              "[agent]\ntimeout_sec = 1\n", f"FROM {base_image}\n",
+              "#!/bin/bash\nsleep 4\n[ -e late.txt ] && r=0 || r=1\n"
+              "echo $r > /logs/verifier/reward.txt\n")
+    (root / "slow-agent" / "solution" / "solve.sh").write_text(
+        "#!/bin/bash\n(sleep 3; echo late > late.txt) &\nsleep 60\n")
+    make_task(root, "slow-verifier", "[environment]\nallow_internet = false\n"
+              "[verifier]\ntimeout_sec = 1\n", f"FROM {base_image}\n", "#!/bin/bash\nsleep 60\n")
+    out = tmp_path / "slow.jsonl"
+    done = fencecall_eval(tmp_path, str(root), "--out", str(out), "--agent", "oracle",
+                          "-j", "2", EVAL_GREETING="hi")
+    assert done.returncode == 1, done.stderr
+    results = {line["task"]: line for line in lines(out)}
+    agent, verifier = results["slow-agent"], results["slow-verifier"]
+    # graded after its timeout, and what it left running did not go on to write late.txt
+    assert agent["agent_outcome"] == "timeout" and agent["agent_s"] < 10
+    assert agent["reward"] == 1.0 and agent["error_kind"] is None
+    assert verifier["error_kind"] == "verifier" and verifier["verifier_exit"] is None
+    assert verifier["error"] == "the tests ran past their timeout of 1 s"
+    assert verifier["verifier_s"] < 10 and verifier["reward"] is None
+    assert "errors: verifier 1" in done.stdout

@@ -9,6 +9,7 @@ task's name as a label, and is removed when the trial ends, whatever happened.
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,10 @@ TASK_LABEL = "dev.fencecall.eval.task"
 LOGS = "/logs"
 AGENT_LOGS = "/logs/agent"
 VERIFIER_LOGS = "/logs/verifier"
+_KILL_AFTER = 5
+"""Seconds a script past its timeout has between TERM and KILL."""
+_TIMED_OUT = (124, 137)
+"""``timeout``'s exit status when it stopped the script (TERM, then KILL)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,15 +68,24 @@ class TrialContainer:
 
     def run(self, script: str, *, timeout: float | None, env: Mapping[str, str] | None = None
             ) -> Ran:
-        """``bash -c script`` in the working folder; what it printed (stdout and stderr)."""
+        """``bash -c script`` in the working folder; what it printed (stdout and stderr).
+        Past ``timeout`` its whole process group is killed in the container, by the image's
+        ``timeout`` where it has one (GNU's and busybox's signal the group), so nothing it
+        started goes on changing what the verifier grades; else only its ``exec`` ends."""
         options = ["--workdir", self.workdir]
         for key, value in (env or {}).items():
             options += ["--env", f"{key}={value}"]
+        clock = time.monotonic()
         try:
-            done = self.cli.call("exec", *options, self.id, "bash", "-c", script,
-                                 timeout=timeout, check=False)
+            done = self.cli.call("exec", *options, self.id, "bash", "-c",
+                                 _bounded(script, timeout),
+                                 timeout=None if timeout is None else timeout + _KILL_AFTER + 5,
+                                 check=False)
         except ContainerError:  # the call's only failure unchecked: its timeout
             return Ran(None)
+        if timeout is not None and done.returncode in _TIMED_OUT \
+                and time.monotonic() - clock >= timeout:
+            return Ran(None, done.stdout + done.stderr)
         return Ran(done.returncode, done.stdout + done.stderr)
 
     def as_root(self, script: str) -> None:
@@ -97,3 +111,12 @@ class TrialContainer:
 
     def remove(self) -> None:
         self.cli.remove(self.id)
+
+
+def _bounded(script: str, timeout: float | None) -> str:
+    """``script`` for ``bash -c``, under the container's ``timeout`` where it has one."""
+    if timeout is None:
+        return script
+    quoted = shlex.quote(script)
+    return (f"if command -v timeout >/dev/null 2>&1; then exec timeout -k {_KILL_AFTER} "
+            f"{timeout:g} bash -c {quoted}; else exec bash -c {quoted}; fi")
