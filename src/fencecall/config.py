@@ -17,6 +17,8 @@ checks it); a key a setting was once called (:data:`RENAMED`) is still read as i
     retries = 2                   # tries again after a failed request or a broken stream
     sandbox = "workspace-write"   # or "read-only", "off"
     network = false               # let sandboxed commands reach the network
+    environment = "sandbox"       # where tools run: "host", "sandbox", "container:IMAGE"
+    container_cli = "auto"        # "podman" or "docker" for containers (auto: one that works)
     pass_env = ["GOPATH", "CARGO_*"]   # more variables tools may see (names or globs)
     secrets = ["GITHUB_TOKEN"]    # more variables whose values are redacted from tool output
     telemetry = false             # OpenTelemetry spans and metrics (FENCECALL_TELEMETRY=1)
@@ -93,6 +95,8 @@ from .defaults import (
     RESULT_SHARE,
     RETRIES,
 )
+from .environments import CLIS
+from .environments._choice import CHOICES, parse_environment
 from .errors import UserError, new_names, unknown_settings
 from .parsing import FORMATS, MARKDOWN, CallFormat
 from .sandbox import ResourceLimits, SandboxPolicy
@@ -218,6 +222,15 @@ def _one_of(choices: Iterable[str], make: Callable[[str], Any] = str) -> Reader:
     return read
 
 
+def _environment(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _Bad(f"must be one of {CHOICES}")
+    try:
+        return str(parse_environment(value))
+    except ValueError:
+        raise _Bad(f"must be one of {CHOICES}") from None
+
+
 def _model(value: Any) -> str:
     if not (isinstance(value, str) and value):
         raise _Bad('must be a string such as "openai/gpt-4o"')
@@ -281,6 +294,10 @@ class Config:
         default=SandboxPolicy.WORKSPACE_WRITE,
         metadata=_read(_one_of((p.value for p in SandboxPolicy), SandboxPolicy)))
     network: bool = field(default=False, metadata=_read(_flag))
+    environment: str = field(default="sandbox", metadata=_read(_environment))
+    """Where the tools run: the host, the sandbox, or a container of an image."""
+    container_cli: str = field(default="auto", metadata=_read(_one_of(("auto", *CLIS))))
+    """The container CLI (auto: the first of podman and docker that answers)."""
     pass_env: tuple[str, ...] = field(default=(), metadata=_read(_names(VARIABLES)))
     secrets: tuple[str, ...] = field(default=(), metadata=_read(_names(VARIABLES)))
     telemetry: bool = field(default=False, metadata=_read(_flag))

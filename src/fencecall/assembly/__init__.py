@@ -4,6 +4,7 @@ and so does a program that wants the agent the command line would build
 (:func:`agent_from_config`)."""
 
 from ._configured import ConfiguredAgent, agent_from_config
+from ._places import start_environment
 from ._run_settings import (
     NO_MODEL,
     REPLY_SHARE,
@@ -48,6 +49,7 @@ __all__ = [
     "require_price",
     "resolve_settings",
     "session",
+    "start_environment",
     "tool_session",
     "toolchain",
 ]

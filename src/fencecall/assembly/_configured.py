@@ -79,9 +79,14 @@ def agent_from_config(model: str | None = None, *, workspace: str | Path | None 
     ``FENCECALL_*`` variables are read from ``env`` (default: this process's environment);
     ``settings`` are keywords named as the file's keys (``max_steps=10``,
     ``feedback_limit=0``, ``sandbox="read-only"``), checked as the file's are, and win over
-    the file and the environment as flags do. Raises :class:`~fencecall.config.ConfigError`
-    for an unknown name or a bad value, and :class:`NoModel` where no model is named."""
+    the file and the environment as flags do; ``environment`` is the key's text
+    (``"container:IMAGE"``) or an :class:`~fencecall.environments.Environment` already
+    started (its ``files`` the workspace; the caller closes it). Raises
+    :class:`~fencecall.config.ConfigError` for an unknown name or a bad value, and
+    :class:`NoModel` where no model is named."""
     environ = os.environ if env is None else env
+    place = settings.pop("environment") if not isinstance(
+        settings.get("environment", ""), str) else None
     config, said = keyword_settings(load_config(environ), settings)
     said = replace(said, model=model,
                    workspace=None if workspace is None else Path(workspace))
@@ -89,7 +94,8 @@ def agent_from_config(model: str | None = None, *, workspace: str | Path | None 
     if run.model is None:
         raise NoModel(NO_MODEL)
     secrets = own_secrets(config) if env is None else config.secret_values(environ)
-    return ConfiguredAgent(assemble(run, config, confirm=confirm or auto_no, secrets=secrets))
+    return ConfiguredAgent(assemble(run, config, confirm=confirm or auto_no, secrets=secrets,
+                                    environment=place))
 
 
 def keyword_settings(config: Config, settings: Mapping[str, Any]) -> tuple[Config, Overrides]:

@@ -24,6 +24,7 @@ from ..accounting import Limits, Price
 from ..accounting.prices import listed_window
 from ..config import READERS, Compaction, Config, ConfigError, ModelSettings, PromptMode, Sampling
 from ..defaults import BACKGROUND_AFTER, COMPACTION, MAX_JOBS, RESULT_SHARE
+from ..environments import parse_environment
 from ..parsing import CallFormat, get_format
 from ..sandbox import SandboxPolicy
 from ..tools.mcp import McpServerConfig
@@ -92,6 +93,9 @@ class Overrides:
     key of the file: it is asked for a run, not a setup)."""
     allow: tuple[Rule, ...] = ()
     deny: tuple[Rule, ...] = ()
+    environment: str | None = None
+    """Where the tools run: ``host``, ``sandbox`` or ``container:IMAGE``."""
+    container_cli: str | None = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str]) -> Overrides:
@@ -163,6 +167,10 @@ class RunSettings:
     max_jobs: int = MAX_JOBS
     permissions: PermissionRules = field(default_factory=PermissionRules)
     """The rules of every source together (the file's, then ``--allow`` and ``--deny``)."""
+    environment: str = "sandbox"
+    """Where the tools run: ``host`` (the sandbox off), ``sandbox``, or ``container:IMAGE``
+    (the sandbox off too: the container is the boundary)."""
+    container_cli: str = "auto"
 
     @property
     def model_name(self) -> str:
@@ -171,7 +179,7 @@ class RunSettings:
 
 
 PLAIN = ("tools", "max_steps", "retries", "request_timeout", "network", "feedback_limit",
-         "autonomous", "compaction", "result_share", "max_jobs")
+         "autonomous", "compaction", "result_share", "max_jobs", "container_cli")
 """The settings a run takes as the first source that says them gives them: each has the same
 name in :class:`Overrides`, :class:`~fencecall.config.Config` and :class:`RunSettings`."""
 FROM_FILE = tuple(item.name for item in fields(Overrides)
@@ -194,6 +202,7 @@ def resolve_settings(config: Config, *overrides: Overrides,
     window = _window(config, said, model, ask_server, served)
     prompt = replace(per_model, context_window=window, prompt=said.prompt).prompt_mode()
     workspace = (said.workspace or Path.cwd()).expanduser().resolve()
+    environment = _environment(said.environment, config.environment)
     roots = dict.fromkeys((workspace, *(root.expanduser().resolve() for root in said.roots)))
     reply_limit = said.max_tokens
     if reply_limit is None:
@@ -204,7 +213,8 @@ def resolve_settings(config: Config, *overrides: Overrides,
         sampling=Sampling(said.temperature, said.top_p, said.stop, bool(said.logprobs)),
         context_window=window,
         compact=prompt == "compact", workspace=workspace, roots=tuple(roots),
-        sandbox=_sandbox(said.sandbox, config.sandbox), mcp_servers=said.mcp,
+        sandbox=_sandbox(said.sandbox, config.sandbox, environment), mcp_servers=said.mcp,
+        environment=environment,
         limits=Limits(said.budget_usd, said.budget_tokens, said.time_limit),
         price=per_model.price, background_after=said.background_after or None,
         permissions=PermissionRules(said.allow, said.deny),
@@ -257,7 +267,19 @@ def _format(name: FormatLike | None, configured: CallFormat) -> CallFormat:
         raise ConfigError(f"format: {err}") from None
 
 
-def _sandbox(name: str | None, configured: SandboxPolicy) -> SandboxPolicy:
+def _environment(text: str | None, configured: str) -> str:
+    if text is None:
+        return configured
+    try:
+        return str(parse_environment(text))
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+
+
+def _sandbox(name: str | None, configured: SandboxPolicy, environment: str) -> SandboxPolicy:
+    """The sandbox policy; off where the tools run on the host or in a container."""
+    if environment != "sandbox":
+        return SandboxPolicy.OFF
     if name is None:
         return configured
     try:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..accounting import Account, Estimate, Pricing, Spend, TokenCounter, counter_for
 from ..config import Config, ConfigError, check_apart
+from ..environments import Environment as Place
 from ..execution import Session
 from ..execution.permissions import Permissions
 from ..sandbox import Sandbox, choose_sandbox
@@ -25,6 +26,7 @@ from ..secrecy import Redactor, scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, HookRegistry, Toolchain
 from ..tools.builtin import complete
 from ..tools.user_hooks import UserHooks
+from ._places import start_environment
 from ._run_settings import NO_MODEL, NoModel, RunSettings
 
 if TYPE_CHECKING:  # the agent and the providers are imported by the runs that use them
@@ -72,6 +74,10 @@ def environment(settings: RunSettings, config: Config, secrets: Mapping[str, str
     if warning:
         warn(warning)
     return Environment(settings, dict(secrets), sandbox)
+
+
+_prepared = environment
+"""The function above, for the builders whose ``environment`` is where the tools run."""
 
 
 def mcp_servers(env: Environment, config: Config) -> McpServers | None:
@@ -213,35 +219,45 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
 
 def tool_session(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
                  secrets: Mapping[str, str] | None = None, hooks: HookRegistry | None = None,
-                 warn: Warn = _warn) -> Session:
+                 warn: Warn = _warn, environment: Place | None = None) -> Session:
     """A session with the settings' environment, MCP servers and tools (also a run without
     a model: a saved reply's calls). ``secrets`` default to this process's (see
     :func:`own_secrets`). Servers that were started are stopped again if the tools cannot
-    be selected."""
+    be selected. The tools run in ``environment`` where one is given (started by the
+    caller, who closes it), else in the one the settings name (a container, started here
+    and closed with the session)."""
     secrets = own_secrets(config) if secrets is None else secrets
-    env = environment(settings, config, secrets, warn=warn)
+    env = _prepared(settings, config, secrets, warn=warn)
     servers = mcp_servers(env, config)
+    owned = None
     try:
+        owned = start_environment(settings) if environment is None else None
         chain = toolchain(settings, config, servers, warn=warn)
+        return session(env, config, chain, confirm=confirm, servers=servers, hooks=hooks,
+                       warn=warn, environment=environment or owned,
+                       owns_environment=owned is not None)
     except BaseException:
         if servers is not None:
             servers.close()
+        if owned is not None:
+            owned.close()
         raise
-    return session(env, config, chain, confirm=confirm, servers=servers, hooks=hooks,
-                   warn=warn)
 
 
 def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
              conversation: Callable[[], Conversation] | None = None,
              on_event: EventSink | None = None, secrets: Mapping[str, str] | None = None,
-             warn: Warn = _warn, interruptible: bool = False) -> Agent:
+             warn: Warn = _warn, interruptible: bool = False,
+             environment: Place | None = None) -> Agent:
     """A whole run: the provider, then the :func:`tool_session`, then the conversation
     (``conversation()`` makes or opens it only once the run's environment stands, so a
     refused run leaves no log behind; default: one in memory), then the agent
-    (``interruptible`` as in :class:`~fencecall.agent.AgentSettings`)."""
+    (``interruptible`` as in :class:`~fencecall.agent.AgentSettings`). The tools run in
+    ``environment`` where given (see :func:`tool_session`)."""
     secrets = own_secrets(config) if secrets is None else secrets
     model = provider(settings, config, secrets, warn=warn)
-    run_session = tool_session(settings, config, confirm=confirm, secrets=secrets, warn=warn)
+    run_session = tool_session(settings, config, confirm=confirm, secrets=secrets, warn=warn,
+                               environment=environment)
     try:
         log = conversation() if conversation is not None else None
     except BaseException:

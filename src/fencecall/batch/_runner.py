@@ -430,9 +430,16 @@ class TaskRunner:
         hooks.add(TOOL_PRE_EXECUTE, _blocked_when(stop), priority=1_000_000, name="batch-stop")
         env = assembly.environment(settings, config, self.secrets,
                                    warn=_said_once)  # the batch warned at its start
-        attempt.session = session = assembly.session(
-            env, config, self._toolchain(settings), kind=_StoppableSession, stop=stop,
-            confirm=auto_yes if self.options.yes else auto_no, hooks=hooks)
+        place = assembly.start_environment(settings, workspace, task.workdir)
+        try:
+            attempt.session = session = assembly.session(
+                env, config, self._toolchain(settings), kind=_StoppableSession, stop=stop,
+                confirm=auto_yes if self.options.yes else auto_no, hooks=hooks,
+                environment=place, owns_environment=place is not None)
+        except BaseException:
+            if place is not None:
+                place.close()
+            raise
         # the results file is fsynced, and a task without its line runs again on resume
         attempt.conversation = conversation = Conversation(folder, synced=False)
         conversation.remember({"model": settings.model, "format": settings.format.name,

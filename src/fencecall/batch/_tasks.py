@@ -12,7 +12,9 @@ Only ``id`` and ``prompt`` are required. A key has the name of the flag and the
 ``workspace`` is a folder or git repository to copy (a path, relative to the tasks file),
 or an object: ``{"path": ...}`` to copy, ``{"git": URL_OR_PATH, "ref": REV}`` to clone and
 check out, and ``"files": {PATH: TEXT}`` to create (alone, or on top of the copy). A task
-without one starts in an empty folder.
+without one starts in an empty folder. A task with an ``image`` runs its tools in a container
+of it, whose working folder (``workdir``, else the image's) is the workspace: filled from the
+image where the task gives no workspace.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from ..errors import UserError, new_names, unknown_settings
 from ..parsing import FORMATS
 
 KNOWN_KEYS = frozenset({"id", "prompt", "workspace", "model", "tools", "format", "max_steps",
-                        "task_timeout", "metadata"})
+                        "task_timeout", "metadata", "image", "workdir"})
 RENAMED_KEYS = {"timeout": "task_timeout"}
 """Old key to new: a tasks file written before a rename still loads (both: an error)."""
 WORKSPACE_KEYS = frozenset({"path", "git", "ref", "files"})
@@ -65,12 +67,17 @@ class Task:
     task_timeout: float | None = None
     """Seconds the whole task may take (model replies and tools together)."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    image: str | None = None
+    """The image of the container the task's tools run in (None: the batch's choice)."""
+    workdir: str | None = None
+    """The container's working folder (None: the image's WORKDIR)."""
 
     @property
     def overrides(self) -> Overrides:
         """What the task says of its own settings (it wins over the batch's)."""
         return Overrides(model=self.model, tools=self.tools, format=self.format,
-                         max_steps=self.max_steps)
+                         max_steps=self.max_steps,
+                         environment=f"container:{self.image}" if self.image else None)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], base: Path | None = None) -> Task:
@@ -99,7 +106,8 @@ class Task:
                 format=_format(data.get("format")),
                 max_steps=_positive(data, "max_steps", whole=True),
                 task_timeout=_positive(data, "task_timeout", whole=False),
-                metadata=dict(metadata))
+                metadata=dict(metadata), image=_optional_text(data, "image"),
+                workdir=_folder(data, "workdir"))
         except TaskError as err:
             raise TaskError(f"task {task_id!r}: {err}") from None
 
@@ -108,6 +116,13 @@ def _optional_text(data: Mapping[str, Any], key: str) -> str | None:
     value = data.get(key)
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise TaskError(f"{key} must be a non-empty string")
+    return value
+
+
+def _folder(data: Mapping[str, Any], key: str) -> str | None:
+    value = _optional_text(data, key)
+    if value is not None and not value.startswith("/"):
+        raise TaskError(f"{key} must be an absolute path in the container")
     return value
 
 

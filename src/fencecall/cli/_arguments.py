@@ -80,6 +80,7 @@ def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | Non
                              "workspace and --root folders), or off")
     parser.add_argument("--network", action="store_true", default=None,
                         help="let sandboxed commands reach the network")
+    _add_environment(parser)
     parser.add_argument("--background-after", type=_at_least(0.0, float), default=None,
                         metavar="SECONDS",
                         help="a shell command still running after SECONDS goes on as a "
@@ -89,6 +90,17 @@ def _add_tool_options(parser: argparse.ArgumentParser, default_format: str | Non
                         help="use an MCP server's tools (as NAME.TOOL): a command started "
                              "over stdio, or a Streamable HTTP URL (repeatable)")
     _add_permission_rules(parser)
+
+
+def _add_environment(parser: argparse.ArgumentParser) -> None:
+    """``--environment`` (``--env``) and ``--container-cli``."""
+    parser.add_argument("--environment", "--env", metavar="WHERE", default=None,
+                        help="where shell and python run and whose files the file tools "
+                             "touch: host, sandbox (default), or container:IMAGE (a "
+                             "container of IMAGE, removed at the end; a task's image wins)")
+    parser.add_argument("--container-cli", choices=("auto", "podman", "docker"), default=None,
+                        help="podman or docker for --env container:IMAGE (default: auto, "
+                             "the first that answers)")
 
 
 def _add_permission_rules(parser: argparse.ArgumentParser) -> None:
@@ -313,6 +325,7 @@ def _add_batch(commands: Commands) -> None:
                             "configuration's, workspace-write)")
     batch.add_argument("--network", action="store_true", default=None,
                        help="let sandboxed commands reach the network")
+    _add_environment(batch)
     batch.add_argument("--mcp", action="append", default=[], metavar="NAME=COMMAND",
                        help="an MCP server whose tools tasks may use (as NAME.TOOL), besides "
                             "the configured ones; each task gets its own connection "

@@ -39,7 +39,8 @@ def overrides_of(args: argparse.Namespace) -> Overrides:
         budget_tokens=flag("budget_tokens"), time_limit=flag("time_limit"),
         autonomous=flag("autonomous") if "autonomous" in vars(args) else False,
         compaction=flag("compaction"), background_after=flag("background_after"),
-        logprobs=flag("logprobs"),
+        logprobs=flag("logprobs"), environment=flag("environment"),
+        container_cli=flag("container_cli"),
         allow=rules_of(args, "allow"), deny=rules_of(args, "deny"))
 
 

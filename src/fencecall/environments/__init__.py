@@ -1,8 +1,11 @@
-"""Where a run's tools execute, besides the host and the bwrap sandbox: a container of a
-task's image, run with podman or docker (:mod:`._container_cli`)."""
+"""Where a run's tools execute, besides the host and the bwrap sandbox: the protocol of such
+a place (:class:`Environment`), and a container of an image run with podman
+(:class:`ContainerEnvironment`, over :mod:`._container_cli`)."""
 
 from __future__ import annotations
 
+from ._choice import EnvironmentChoice, parse_environment
+from ._container import DEFAULT_WORKDIR, ContainerEnvironment
 from ._container_cli import (
     CLIS,
     LABEL,
@@ -13,6 +16,8 @@ from ._container_cli import (
     choose_container_cli,
     owner,
 )
+from ._environment import Environment
 
-__all__ = ["CLIS", "LABEL", "OWNER_LABEL", "ContainerCli", "ContainerError",
-           "ContainerUnavailable", "choose_container_cli", "owner"]
+__all__ = ["CLIS", "DEFAULT_WORKDIR", "LABEL", "OWNER_LABEL", "ContainerCli",
+           "ContainerEnvironment", "ContainerError", "ContainerUnavailable", "Environment",
+           "EnvironmentChoice", "choose_container_cli", "owner", "parse_environment"]

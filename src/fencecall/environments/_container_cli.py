@@ -152,14 +152,48 @@ class ContainerCli:
         return False
 
     def exec_argv(self, container: str, argv: Sequence[str], *, interactive: bool = False,
-                  workdir: str | None = None, env: Mapping[str, str] | None = None) -> list[str]:
-        """The command line that runs ``argv`` in ``container``."""
+                  workdir: str | None = None, env: Mapping[str, str] | None = None,
+                  preserve_fds: int = 0) -> list[str]:
+        """The command line that runs ``argv`` in ``container``; with ``preserve_fds`` the
+        descriptors 3 to 3 + ``preserve_fds`` - 1 of the CLI are those of ``argv`` too
+        (podman only: docker cannot pass descriptors)."""
         options = ["--interactive"] if interactive else []
+        if preserve_fds:
+            if self.program != "podman":
+                raise ContainerUnavailable(
+                    f"{self.program} cannot pass descriptors into a container (exec "
+                    "--preserve-fds), which the persistent shell and python need; use podman "
+                    "(container_cli = \"podman\")")
+            options.append(f"--preserve-fds={preserve_fds}")
         if workdir:
             options += ["--workdir", workdir]
         for key, value in (env or {}).items():
             options += ["--env", f"{key}={value}"]
         return self.argv("exec", *options, container, *argv)
+
+    def init_argv(self) -> list[str]:
+        """The init that ``start``'s ``--init`` puts in every container, as a subreaper for
+        one command: the orphans of what that command starts stay below it (not below the
+        container's pid 1), so they can be found and stopped with it."""
+        if self.program == "podman":
+            return ["/run/podman-init", "--"]
+        return ["/sbin/docker-init", "-s", "--"]
+
+    def init_pid(self, container: str) -> int:
+        """The host pid of ``container``'s pid 1 (every process in it shares its pid
+        namespace)."""
+        done = self.call("inspect", "--format", "{{.State.Pid}}", container)
+        return int(done.stdout.strip())
+
+    def copy_out_of_image(self, image: str, source: str, target: Path) -> None:
+        """Copy what folder ``source`` of ``image`` holds into the host folder ``target``,
+        from a container created for it and removed at once (nothing runs in it)."""
+        created = self.call("create", "--label", f"{LABEL}=1", "--label",
+                            f"{OWNER_LABEL}={owner()}", image).stdout.strip().splitlines()[-1]
+        try:
+            self.call("cp", f"{created}:{source.rstrip('/')}/.", str(target), timeout=600)
+        finally:
+            self.remove(created)
 
     def copy_in(self, container: str, source: Path, target: str) -> None:
         self.call("cp", str(source), f"{container}:{target}")
@@ -168,8 +202,9 @@ class ContainerCli:
         self.call("cp", f"{container}:{source}", str(target))
 
     def remove(self, container: str) -> None:
-        """Remove ``container`` now, whatever runs in it."""
-        self.call("rm", "--force", container, check=False)
+        """Remove ``container`` now, whatever runs in it (killed, not asked to stop)."""
+        at_once = ["--time", "0"] if self.program == "podman" else []
+        self.call("rm", "--force", *at_once, container, check=False)
 
     def sweep(self) -> list[str]:
         """Remove the containers of fencecall processes on this host that no longer run

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..defaults import BACKGROUND_AFTER, MAX_JOBS
+from ..environments import Environment
 from ..message import Message
 from ..parsing import MARKDOWN, Diagnostic, FormatLike, ToolCall, parse
 from ..sandbox import (
+    ResourceLimits,
     Sandbox,
     SandboxPolicy,
     SharedNetwork,
@@ -71,6 +73,9 @@ class Session:
     background :attr:`jobs`, which end with the session. What each tool process may take is
     the sandbox's ``limits`` (see :class:`~fencecall.sandbox._resource_limits.ResourceLimits`).
     ``permissions`` are the rules that refuse calls or let them run unasked (none by default).
+    With an ``environment`` (a container) the shell and python run there, the file tools act
+    on its files (``environment.files`` is the workspace), and the sandbox is off (the
+    environment is the boundary); it is closed with the session when ``owns_environment``.
     """
 
     def __init__(self, toolchain: Toolchain, *, workspace: Path | str | None = None,
@@ -81,11 +86,17 @@ class Session:
                  secrets: Mapping[str, str] | None = None,
                  mcp_servers: McpServers | None = None,
                  background_after: float | None = BACKGROUND_AFTER, max_jobs: int = MAX_JOBS,
-                 permissions: Permissions | None = None):
+                 permissions: Permissions | None = None,
+                 environment: Environment | None = None, owns_environment: bool = False):
         remove_stale_once()
         sweep_once()
         sweep_groups_once()
         self.toolchain = toolchain
+        self.environment = environment
+        self._owns_environment = owns_environment
+        if environment is not None:
+            workspace = environment.files
+            sandbox = Sandbox(SandboxPolicy.OFF, limits=_limits(sandbox))
         self._workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
         self._roots = (self._workspace, *(Path(r).resolve() for r in extra_roots))
         self._read_roots: tuple[Path, ...] = ()
@@ -322,12 +333,19 @@ class Session:
             shutil.rmtree(self._tmp, ignore_errors=True)
         if self._own_job_logs is not None:
             shutil.rmtree(self._own_job_logs, ignore_errors=True)
+        if self.environment is not None and self._owns_environment:
+            self.environment.close()
 
     def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _limits(sandbox: Sandbox | SandboxPolicy | str) -> ResourceLimits:
+    """The resource limits a sandbox given as an object carries (the defaults otherwise)."""
+    return sandbox.limits if isinstance(sandbox, Sandbox) else ResourceLimits()
 
 
 def _close(value: Any) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from ..environments import Environment
 from ..parsing import ToolCall
 from ..sandbox import Sandbox
 from ._hooks import HookRegistry
@@ -118,6 +119,12 @@ class ToolContext(Protocol):
     @property
     def sandbox(self) -> Sandbox:
         """Where the session's processes run: what the operating system lets them do."""
+        ...
+
+    @property
+    def environment(self) -> Environment | None:
+        """Where the shell and python run, and whose files the file tools act on, when that
+        is not the host or the sandbox: a container (None: here)."""
         ...
 
     def confirm(self, request: ConfirmRequest) -> bool:

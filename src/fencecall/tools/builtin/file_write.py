@@ -11,6 +11,7 @@ from ..hook_points import FILE_POST_SAVE, FILE_PRE_SAVE, FileSave
 from ..runtime.file_io import atomic_write, newline_of, printable, read_existing, unified_diff
 from ..spec import Example, Hint, ToolInvocation, ToolSpec
 from ..workspace import Place, display, locate
+from ._environment_paths import in_workspace
 from .placeholders import kind_of, only_placeholder, placeholder_lines
 
 _NAMED = 5  # placeholder lines a refusal names by number
@@ -23,7 +24,8 @@ PATH_AND_CONTENT = (
 
 def target(invocation: ToolInvocation) -> Place:
     """Where the call's path leads inside the roots (close it when done)."""
-    return locate(invocation.kwargs["path"], invocation.context.roots)
+    return locate(in_workspace(invocation.kwargs["path"], invocation.context),
+                  invocation.context.roots)
 
 
 def named_path(invocation: ToolInvocation) -> list[str]:

@@ -62,7 +62,8 @@ def execute_python(invocation: ToolInvocation) -> Message:
     interpreter = context.resource(
         PYTHON, lambda: PythonSession(context.workspace, context.functions(),
                                         env=context.tool_env(), sandbox=context.sandbox,
-                                        output_limit=context.output_limit))
+                                        output_limit=context.output_limit,
+                                        environment=context.environment))
     result = interpreter.run(code, timeout=timeout)
     return system(format_result(result, timeout, time_limit=time_limit,
                                 disk_limit=context.sandbox.limits.output),

@@ -14,6 +14,7 @@ from ..runtime.file_io import decode, encode, is_binary, open_existing, printabl
 from ..runtime.output import cut_note
 from ..spec import Example, Hint, ToolInvocation, ToolSpec, render_call
 from ..workspace import Place, display, locate
+from ._environment_paths import in_workspace
 
 MAX_BYTES = 10_000_000
 MAX_LINES = 2_000
@@ -71,7 +72,7 @@ def read_one(invocation: ToolInvocation, given: str, start: int | None,
     roots = invocation.context.readable_roots
     first, last_asked = _validated_range(start, end)
     try:
-        with locate(given, roots) as place:
+        with locate(in_workspace(given, invocation.context), roots) as place:
             name = display(place.path, roots)
             data, size = _contents(place, name)
             editor = invocation.context.text_files

@@ -22,7 +22,7 @@ def _shell(invocation: ToolInvocation) -> ShellSession:
     context = invocation.context
     return context.resource(SHELL, lambda: ShellSession(
         context.workspace, env=context.tool_env(), output_limit=context.output_limit,
-        sandbox=context.sandbox, jobs=context.jobs))
+        sandbox=context.sandbox, jobs=context.jobs, environment=context.environment))
 
 
 def runs_read_only(invocation: ToolInvocation) -> bool:

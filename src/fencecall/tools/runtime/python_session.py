@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ...environments import Environment
 from ...sandbox import (
     Sandbox,
     SandboxPolicy,
@@ -64,6 +65,7 @@ from ...sandbox import (
 )
 from ...sandbox.scratch import PREFIX
 from . import _capture
+from . import _in_environment as in_environment
 from .output import DEFAULT_LIMIT, joined
 
 DRIVER = Path(__file__).with_name("python_driver.py")
@@ -102,12 +104,17 @@ class PythonSession:
     """One interpreter subprocess with a namespace that persists between :meth:`run` calls.
     Output is cut to ``output_limit`` characters (bytes for stdout and stderr), head and
     tail; code that writes more than ``disk_limit`` bytes of it (default: the sandbox's
-    ``limits.output``) is stopped."""
+    ``limits.output``) is stopped. With an ``environment`` the interpreter runs there (see
+    :mod:`._in_environment`), and ``cwd``, ``env`` and ``sandbox`` are not used."""
 
     def __init__(self, cwd: Path, functions: Mapping[str, Callable[..., Any]] | None = None,
                  env: Mapping[str, str] | None = None, sandbox: Sandbox | None = None, *,
-                 output_limit: int = DEFAULT_LIMIT, disk_limit: int | None = None):
+                 output_limit: int = DEFAULT_LIMIT, disk_limit: int | None = None,
+                 environment: Environment | None = None):
         self._cwd = cwd
+        self._place = environment
+        self._init: int | None = None
+        """In an environment: the host pid of the init the interpreter runs under."""
         self._env = dict(env) if env is not None else None
         self._functions = dict(functions or {})
         self._sandbox = sandbox or Sandbox(SandboxPolicy.OFF)
@@ -135,6 +142,15 @@ class PythonSession:
     def _spawn(self) -> subprocess.Popen[bytes]:
         request_read, self._request_fd = os.pipe()
         self._reply_fd, reply_write = os.pipe()
+        if self._place is not None:
+            try:
+                return in_environment.spawn_python(self._place, [
+                    "python3", "-P", "-u", in_environment.driver_path(self._place, DRIVER),
+                    "3", "4", str(int(STOP_SIGNAL)), str(REPLY_LIMIT)],
+                    (request_read, reply_write, self._out, self._err))
+            finally:
+                os.close(request_read)
+                os.close(reply_write)
         command = [sys.executable, "-P", "-u", str(DRIVER), str(request_read),
                    str(reply_write), str(int(STOP_SIGNAL)), str(REPLY_LIMIT)]
         if self._sandbox.enforced:
@@ -156,8 +172,23 @@ class PythonSession:
         ends, and later calls fail (a batch task's stop)."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
-            kill_tree(proc.pid)  # first: once the reaper is killed, its orphans go to init
+            self._kill_all(proc)  # first: once the reaper is killed, its orphans go to init
         self._gate.abort()
+
+    def _root(self, proc: subprocess.Popen[bytes]) -> int:
+        """The process every one of the interpreter's is below."""
+        return proc.pid if self._init is None else self._init
+
+    def _kill_all(self, proc: subprocess.Popen[bytes]) -> None:
+        """Kill the interpreter and all below it (in an environment: its init stopped
+        first, which would exit with the interpreter and let the others go)."""
+        if self._init is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._init, signal.SIGSTOP)
+        kill_tree(self._root(proc))
+        if self._init is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._init, signal.SIGKILL)
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
@@ -290,7 +321,11 @@ class PythonSession:
         """The interpreter's pid from its first message, unsandboxed (inside bwrap it is its
         pid namespace's, not the host's: :meth:`_interpreter` finds that one)."""
         pid = ready.get("pid")
-        if not self._sandbox.enforced and self._interpreter_pid is None and \
+        if self._place is not None and self._interpreter_pid is None and isinstance(pid, int):
+            found = in_environment.interpreter_pids(self._place, pid)
+            if found is not None:
+                (self._interpreter_pid, self._init), self._own = found, frozenset(found[:1])
+        elif not self._sandbox.enforced and self._interpreter_pid is None and \
                 isinstance(pid, int):
             self._interpreter_pid, self._own = pid, frozenset({pid})
 
@@ -367,7 +402,7 @@ class PythonSession:
         line once its ``sleep`` is killed) or starts one more meanwhile."""
         if self._proc is None or not self._own or self._proc.poll() is not None:
             return set()
-        return freeze_and_kill(self._proc.pid, self._own)
+        return freeze_and_kill(self._root(self._proc), self._own)
 
     def _take_output(self) -> tuple[str, str]:
         """What the code wrote since the last call, head and tail; the files are emptied."""
@@ -384,8 +419,9 @@ class PythonSession:
         if proc is None:
             return
         if proc.poll() is None:
-            kill_tree(proc.pid)  # first: once the reaper is killed, its orphans go to init
+            self._kill_all(proc)  # first: once the reaper is killed, its orphans go to init
         kill_group(proc)
+        self._init = None
         os.close(self._request_fd)
         os.close(self._reply_fd)
         self._proc = None

@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from ...environments import Environment
 from ...sandbox import (
     ResourceLimits,
     Sandbox,
@@ -64,6 +65,7 @@ from ...sandbox import (
     unconfirmed_filter,
 )
 from . import _capture
+from . import _in_environment as in_environment
 from ._git_guard import GUARD
 from .job_manager import JobError, JobManager
 from .output import cut_note
@@ -201,9 +203,16 @@ class _Bash:
     every orphan. Either way each process bash starts stays below :attr:`proc` in the process
     tree, whatever session or process group it moves to."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], sandboxed: bool, files: _Capture):
+    def __init__(self, proc: subprocess.Popen[bytes], sandboxed: bool, files: _Capture,
+                 root: int | None = None, paths: tuple[str, ...] = ()):
         self.proc = proc
         self.files = files
+        self.root = proc.pid if root is None else root
+        """The process every one of the shell's is below (bash's init in an environment)."""
+        self.paths = paths or tuple(f"/dev/fd/{fd}" for fd in files.fds)
+        """Where bash finds the files: stdout, stderr, state."""
+        self._held = root is not None
+        """Whether :attr:`root` is an init that exits with bash, to be stopped first."""
         self._sandboxed = sandboxed
         self._buffer = b""
         self._own: frozenset[int] | None = None
@@ -283,9 +292,9 @@ class _Bash:
         bwrap's init or the reaper, so ``setsid`` or a double fork does not escape."""
         if self.proc.returncode is not None:
             return []
-        below = tree(self.proc.pid)
+        below = tree(self.root)
         if self._own is None:
-            first = _first_child(self.proc.pid)  # bwrap's init, or bash under the reaper
+            first = _first_child(self.root)  # bwrap's init, or bash under the reaper
             bash = _first_child(first) if first is not None and self._sandboxed else first
             if first is None or bash is None:
                 return below
@@ -300,17 +309,25 @@ class _Bash:
     def kill_bash(self) -> None:
         """SIGKILL bash itself, not what runs below it: it runs nothing more."""
         self.children()  # finds bash's pid
+        self.hold()
         if self._bash is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._bash, signal.SIGKILL)
         elif self.proc.returncode is None:  # bash not found below: the whole tree
-            kill_tree(self.proc.pid)
+            kill_tree(self.root)
+
+    def hold(self) -> None:
+        """Stop an init that would exit with bash (SIGSTOP), so the processes below it stay
+        below it until they are killed."""
+        if self._held:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.root, signal.SIGSTOP)
 
     def freeze_and_kill(self) -> None:
         """SIGKILL every process below bash with no warning (no handler of theirs runs)."""
         self.children()  # finds bash's pid and bwrap's init
         spare = (self._own or frozenset()) - {self._bash}
-        freeze_and_kill(self.proc.pid, frozenset(spare))
+        freeze_and_kill(self.root, frozenset(spare))
 
     def kill_children(self) -> None:
         """TERM every process below bash, then KILL what is left."""
@@ -329,7 +346,11 @@ class _Bash:
     def terminate(self) -> None:
         """Kill bash and everything below it; reap it and close its pipes."""
         if self.proc.returncode is None:
-            kill_tree(self.proc.pid)
+            self.hold()
+            kill_tree(self.root)
+            if self._held:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.root, signal.SIGKILL)
             kill_group(self.proc)
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
@@ -397,18 +418,23 @@ class ShellSession:
     it, and the next command starts a new bash restored from the old one's state before that
     command (its working directory and exported variables; after ``cmd &``, its state after
     the command). ``disk_limit`` is the output a command may write (default: the sandbox's
-    ``limits.output``)."""
+    ``limits.output``). With an ``environment`` bash runs there (see
+    :mod:`._in_environment`), in its working folder, and ``cwd`` and ``sandbox`` are not
+    used."""
 
     def __init__(self, cwd: Path, *, env: dict[str, str] | None = None,
                  output_limit: int = 1_000_000, disk_limit: int | None = None,
-                 sandbox: Sandbox | None = None, jobs: JobManager | None = None):
+                 sandbox: Sandbox | None = None, jobs: JobManager | None = None,
+                 environment: Environment | None = None):
         self._cwd = cwd
+        self._environment_place = environment
         self._env = env
         self._output_limit = output_limit
         self._jobs = jobs
         self._sandbox = sandbox or Sandbox(SandboxPolicy.OFF)
         self._disk_limit = self._sandbox.limits.output if disk_limit is None else disk_limit
-        self._dir = make_scratch("shell")
+        self._dir = make_scratch("shell") if environment is None else \
+            in_environment.scratch_folder(environment, "shell")
         """The scripts and states fencecall writes for bash, which it sees read-only."""
         self._own_tmp: Path | None = None
         if self._sandbox.policy is SandboxPolicy.WORKSPACE_WRITE and self._sandbox.tmp is None:
@@ -432,6 +458,9 @@ class ShellSession:
     def _start(self) -> None:
         if self._closed:
             raise SessionAborted("the shell was closed; nothing runs in it again")
+        if self._environment_place is not None:
+            self._bash = self._start_in(self._environment_place)
+            return
         command = [_BASH, "--noprofile", "--norc"]
         if self._sandbox.enforced:
             argv = self._sandbox.command(command, inputs=[self._dir], cwd=self._cwd)
@@ -449,23 +478,40 @@ class ShellSession:
             raise
         self._bash = _Bash(proc, self._sandbox.enforced, files)
 
+    def _start_in(self, environment: Environment) -> _Bash:
+        """A bash in ``environment``, below an init of its own there."""
+        files = _Capture()
+        try:
+            proc = self._gate.start(lambda: in_environment.spawn_bash(environment, files.fds))
+            try:
+                init = in_environment.init_of_bash(environment, proc)
+            except BaseException:
+                kill_group(proc)
+                raise
+        except BaseException:
+            files.close()
+            raise
+        return _Bash(proc, False, files, root=init, paths=in_environment.PATHS)
+
     def abort(self) -> None:
         """Kill the shell and what runs in it now (a read-only run too), from any thread,
         and never start it again: the command running ends, and later ones fail (a batch
         task's stop)."""
         bash = self._bash
         if bash is not None and bash.alive():
-            kill_tree(bash.proc.pid)  # first: once bash is killed its orphans go to init
+            bash.hold()
+            kill_tree(bash.root)  # first: once bash is killed its orphans go to init
         self._gate.abort()
 
     @property
     def pid(self) -> int:
         """The process fencecall started: bwrap when sandboxed, else the reaper bash runs
-        under. Every process of the shell is below it."""
+        under (in an environment, bash's init there, by host pid). Every process of the
+        shell is below it."""
         if self._bash is None:
             self._start()
         assert self._bash is not None
-        return self._bash.proc.pid
+        return self._bash.root
 
     def alive(self) -> bool:
         return self._bash is not None and self._bash.alive()
@@ -515,7 +561,7 @@ class ShellSession:
         _capture.clear(*bash.files.fds)
         marker = secrets.token_hex(8)
         restore, self._restore = self._restore, None
-        out, err, state = (f"/dev/fd/{fd}" for fd in bash.files.fds)
+        out, err, state = bash.paths
         line = ((f"builtin source {shlex.quote(str(restore))} >/dev/null 2>&1; "
                  if restore is not None else "")
                 + _save_state(state)
@@ -727,7 +773,7 @@ class ShellSession:
             return None
         _capture.clear(bash.files.state)
         marker = secrets.token_hex(8)
-        line = (_save_state(f"/dev/fd/{bash.files.state}")
+        line = (_save_state(bash.paths[2])
                 + f"builtin printf '\\n{marker} %s\\n' 0\n")
         if not bash.send(line):
             return None

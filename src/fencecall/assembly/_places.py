@@ -1,0 +1,23 @@
+"""Starting the environment a run's settings name (a container of an image), which the run's
+session then owns and closes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..environments import ContainerEnvironment, choose_container_cli, parse_environment
+from ._run_settings import RunSettings
+
+
+def start_environment(settings: RunSettings, files: Path | None = None,
+                      workdir: str | None = None) -> ContainerEnvironment | None:
+    """The container of ``settings.environment`` (None where the tools run on the host or
+    in the sandbox), its working folder ``workdir`` (default: the image's) held in ``files``
+    (default: the workspace) and filled from the image where that folder is empty."""
+    choice = parse_environment(settings.environment)
+    if choice.kind != "container" or choice.image is None:
+        return None
+    cli = choose_container_cli(None if settings.container_cli == "auto"
+                               else settings.container_cli)
+    return ContainerEnvironment.start(choice.image, files or settings.workspace, cli=cli,
+                                      workdir=workdir, network=settings.network)

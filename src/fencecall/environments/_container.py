@@ -1,0 +1,182 @@
+"""A container of an image as the place a conversation's tools run.
+
+One container per conversation or task, started with an init and a command that waits, and
+removed when the conversation ends (a crash's are removed by the next start: the sweep).
+Its working folder is a host folder mounted there: filled, when it is empty, with what the
+image holds at that folder, so the file tools work on the container's files by descriptor
+on the host, and what they save a command sees at once. A second folder of fencecall's is
+mounted read-only at its own host path, for the scripts the shell sources.
+
+Each long-lived process (a shell, an interpreter) is ``podman exec``'d under the init that
+``--init`` put in the container, run as a subreaper for it alone: what that process starts,
+orphans included, stays below that init, so stopping the init (SIGSTOP) and then killing
+everything below it by host pid stops all of it. Killing the ``podman exec`` client alone
+would leave it all running.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import shutil
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..sandbox import host_program, make_scratch, start_process
+from ._container_cli import ContainerCli, ContainerError, ContainerUnavailable, choose_container_cli
+from ._environment import Stream
+from ._namespace import PidNamespace, parent, stop_and_kill
+
+DEFAULT_WORKDIR = "/workspace"
+"""The working folder of an image that sets none (its WORKDIR is ``/``, which is not copied
+out)."""
+_BASH = host_program("bash") or "/bin/bash"
+_EXEC_MARK = "FENCECALL_EXEC"
+_SUBREAPER = {"TINI_SUBREAPER": "1"}
+"""Where the init is tini rather than catatonit (which is a subreaper whenever it is not
+pid 1), this makes it one."""
+_swept: set[str] = set()
+_sweep_lock = threading.Lock()
+
+
+def sweep_once(cli: ContainerCli) -> None:
+    """Remove what crashed fencecall processes left (see :meth:`ContainerCli.sweep`), once
+    per process and CLI."""
+    with _sweep_lock:
+        if cli.program in _swept:
+            return
+        _swept.add(cli.program)
+    cli.sweep()
+
+
+class ContainerEnvironment:
+    """A running container (an :class:`~._environment.Environment`); :meth:`start` makes
+    one, :meth:`close` removes it."""
+
+    def __init__(self, cli: ContainerCli, container: str, workdir: str, files: Path,
+                 scratch: Path):
+        self.cli = cli
+        self.container = container
+        self.workdir = workdir
+        self.files = files
+        self.scratch = scratch
+        self._namespace = PidNamespace(cli.init_pid(container))
+        self._programs: dict[str, bool] = {}
+        self._closed = False
+
+    @classmethod
+    def start(cls, image: str, files: Path, *, cli: ContainerCli | None = None,
+              workdir: str | None = None, network: bool = False, cpus: float | None = None,
+              memory_mb: int | None = None) -> ContainerEnvironment:
+        """A container of ``image`` whose working folder (``workdir``, else the image's
+        WORKDIR) is the host folder ``files``, first filled from the image where it is
+        empty. No network unless ``network``."""
+        cli = cli or choose_container_cli()
+        sweep_once(cli)
+        if not cli.image_exists(image):
+            raise ContainerUnavailable(f"there is no image {image!r} here: pull or build it "
+                                       f"first ({cli.program} pull, {cli.program} build)")
+        given = workdir
+        workdir = workdir or cli.image_workdir(image)
+        if workdir == "/":
+            workdir = DEFAULT_WORKDIR
+        files.mkdir(parents=True, exist_ok=True)
+        if not any(files.iterdir()) and (given or workdir != DEFAULT_WORKDIR):
+            _fill(cli, image, workdir, files)
+        scratch = make_scratch("container")
+        scratch.chmod(0o755)
+        try:
+            container = cli.start(image, network=network, workdir=workdir, cpus=cpus,
+                                  memory_mb=memory_mb,
+                                  mounts=[(files, workdir, False), (scratch, str(scratch), True)])
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        try:
+            return cls(cli, container, workdir, files, scratch)
+        except BaseException:
+            cli.remove(container)
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+
+    def spawn(self, argv: Sequence[str], *, fds: Sequence[int] = (),
+                      env: Mapping[str, str] | None = None, stdin: Stream = None,
+                      stdout: Stream = None, stderr: Stream = None) -> subprocess.Popen[bytes]:
+        """See :meth:`~._environment.Environment.spawn`: ``fds`` reach the process through
+        ``podman exec --preserve-fds``, which passes the CLI's descriptors 3, 4, …, so
+        they are put there by a bash that then becomes the CLI."""
+        inner = self.cli.exec_argv(self.container, [*self.cli.init_argv(), *argv],
+                                   interactive=stdin is not None, workdir=self.workdir,
+                                   env={**_SUBREAPER, **(env or {})}, preserve_fds=len(fds))
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3 + len(fds)) for fd in fds]
+        moves = " ".join(f"{3 + at}>&{fd} {fd}>&-" for at, fd in enumerate(high))
+        try:
+            return start_process([_BASH, "-c", f"exec {moves}; exec \"$@\"" if moves
+                                  else 'exec "$@"', "bash", *inner],
+                                 stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=high,
+                                 start_new_session=True)
+        finally:
+            for fd in high:
+                os.close(fd)
+
+    def host_pids(self, pid: int) -> tuple[int, int] | None:
+        found = self._namespace.host_pid(pid)
+        init = None if found is None else parent(found)
+        return None if found is None or init is None else (found, init)
+
+    def has_program(self, name: str) -> bool:
+        if name not in self._programs:
+            code, _, _ = self.exec(["sh", "-c", f'command -v "{name}" >/dev/null'], 60)
+            self._programs[name] = code == 0
+        return self._programs[name]
+
+    def exec(self, argv: Sequence[str], timeout: float | None = None) -> tuple[int, str, str]:
+        mark = f"{_EXEC_MARK}={secrets.token_hex(8)}"
+        name, _, value = mark.partition("=")
+        command = self.cli.exec_argv(self.container, [*self.cli.init_argv(), *argv],
+                                     workdir=self.workdir, env={**_SUBREAPER, name: value})
+        try:
+            done = subprocess.run(command, capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired as err:
+            stop_and_kill(self._namespace.carrying(mark.encode()))
+            return 124, _text(err.stdout), _text(err.stderr)
+        return done.returncode, _text(done.stdout), _text(done.stderr)
+
+    def copy_in(self, host_path: Path, path: str) -> None:
+        self.cli.copy_in(self.container, host_path, path)
+
+    def copy_out(self, path: str, host_path: Path) -> None:
+        self.cli.copy_out(self.container, path, host_path)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.cli.remove(self.container)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def __enter__(self) -> ContainerEnvironment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _fill(cli: ContainerCli, image: str, workdir: str, files: Path) -> None:
+    """Copy what ``image`` holds at ``workdir`` into ``files`` (nothing where it holds no
+    such folder)."""
+    try:
+        cli.copy_out_of_image(image, workdir, files)
+    except ContainerError as err:
+        if "no such file" not in str(err).lower():
+            raise
+
+
+def _text(data: bytes | str | None) -> str:
+    if isinstance(data, bytes):
+        return data.decode("utf-8", errors="replace")
+    return data or ""
+
