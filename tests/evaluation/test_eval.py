@@ -59,7 +59,7 @@ def make_task(root: Path, name: str, toml: str, dockerfile: str, test: str,
     for sub in ("environment", "tests", "solution"):
         (folder / sub).mkdir(parents=True)
     (folder / "task.toml").write_text(toml)
-    (folder / "instruction.md").write_text("Write 42 into answer.txt.\n")
+    (folder / "instruction.md").write_text(f"Write 42 into answer.txt ({name}).\n")
     (folder / "environment" / "Dockerfile").write_text(dockerfile)
     for file, text in (context or {}).items():
         (folder / "environment" / file).write_text(text)
@@ -152,25 +152,39 @@ def test_the_oracle_solves_each_task_and_a_second_run_builds_nothing(
     assert podman_images("fencecall-task") == images
 
 
-def test_a_model_that_does_nothing_scores_0_and_leaves_a_trajectory(
+SOLVING = [Reply("```shell\necho 42 > answer.txt; pwd; ls /tests\n```\n"), Reply("Done.")]
+
+
+def model(body: dict[str, Any]) -> Reply:
+    """plain's model solves it with the shell (in the container); hello's does nothing."""
+    messages = body["messages"]
+    prompt = next(m["content"] for m in messages if m["role"] == "user")
+    if "(plain)" not in prompt:
+        return Reply("I will not do anything.")
+    return SOLVING[min(sum(m["role"] == "assistant" for m in messages), 1)]
+
+
+def test_a_model_works_in_the_container_and_is_graded_with_a_trajectory(
         task_set: Path, tmp_path: Path) -> None:
     out = tmp_path / "model.jsonl"
-    with FakeModelServer(respond=lambda body: Reply("I will not do anything.")) as server:
-        done = fencecall_eval(tmp_path, str(task_set / "hello"), "--out", str(out),
-                              "-m", "local/fake", "--retries", "0", url=server.openai_url,
+    with FakeModelServer(respond=model) as server:
+        done = fencecall_eval(tmp_path, str(task_set), "--out", str(out), "-m", "local/fake",
+                              "--retries", "0", "-j", "2", url=server.openai_url,
                               EVAL_GREETING="hi")
-        asked = server.requests
     assert done.returncode == 0, done.stderr
-    [line] = lines(out)
-    assert line["agent"] == "model" and line["model"] == "local/fake"
-    assert line["agent_outcome"] == "done" and line["steps"] == 1
-    assert line["reward"] == 0.0 and line["rewards"] == {"reward": 0.0}
-    assert "not solved" in line["verifier_output"]
-    assert line["tokens"]["input_tokens"] > 0 and line["cost_usd"] is None  # no price
-    prompt = asked[0].body["messages"][-1]["content"]
-    assert "Write 42 into answer.txt." in prompt
-    trajectory = json.loads(Path(line["trajectory"]).read_text())
+    results = {line["task"]: line for line in lines(out)}
+    idle, solved = results["hello"], results["plain"]
+    assert idle["agent"] == "model" and idle["model"] == "local/fake"
+    assert idle["agent_outcome"] == "done" and idle["steps"] == 1
+    assert idle["reward"] == 0.0 and idle["rewards"] == {"reward": 0.0}
+    assert "not solved" in idle["verifier_output"]
+    assert idle["tokens"]["input_tokens"] > 0 and idle["cost_usd"] is None  # no price
+    assert solved["reward"] == 1.0 and solved["steps"] == 2
+    trajectory = json.loads(Path(solved["trajectory"]).read_text())
     assert trajectory["schema_version"].startswith("ATIF")
+    shell = json.dumps(trajectory["steps"])
+    assert "/work" in shell and "No such file or directory" in shell  # no /tests yet
+    assert "Write 42 into answer.txt (plain)." in shell
     assert "mean reward" in done.stdout
 
 

@@ -1,9 +1,11 @@
-"""A trial's container: started from the task's image with its settings, scripts run in it
-as Harbor runs them (``bash -c``, within a timeout), folders copied in, files read back.
+"""A trial's container: the place its agent's tools run (a
+:class:`~fencecall.environments.ContainerEnvironment` of the task's image, its working
+folder held in the trial's ``workspace`` folder), and where the oracle's and the verifier's
+scripts run as Harbor runs them (``bash -c``, within a timeout), folders are copied in and
+files read back.
 
-Every method blocks (the trial calls them in worker threads). The container waits with its
-entrypoint replaced (see :meth:`~fencecall.environments.ContainerCli.start`), carries the
-task's name as a label, and is removed when the trial ends, whatever happened.
+Every method blocks (the trial calls them in worker threads). The container is removed
+when the trial ends, whatever happened.
 """
 
 from __future__ import annotations
@@ -11,13 +13,12 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..environments import ContainerCli, ContainerError
+from ..environments import ContainerCli, ContainerEnvironment, ContainerError
 from ._task import EnvironmentSpec
 
-TASK_LABEL = "dev.fencecall.eval.task"
 LOGS = "/logs"
 AGENT_LOGS = "/logs/agent"
 VERIFIER_LOGS = "/logs/verifier"
@@ -30,7 +31,7 @@ _TIMED_OUT = (124, 137)
 @dataclass(frozen=True, slots=True)
 class Ran:
     """How a script in the container ended: its exit status, or None when it ran past its
-    timeout (its ``podman exec`` was ended; the container is removed at the trial's end)."""
+    timeout."""
 
     exit_status: int | None
     output: str = ""
@@ -42,25 +43,37 @@ class Ran:
 
 @dataclass(frozen=True, slots=True)
 class TrialContainer:
-    """A running container of a trial, and the folder its agent works in."""
+    """A running container of a trial (``place``), the image it is of, and the task's
+    ``[environment] env``, which every script here gets."""
 
-    cli: ContainerCli
-    id: str
-    workdir: str
+    place: ContainerEnvironment
+    image: str
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def cli(self) -> ContainerCli:
+        return self.place.cli
+
+    @property
+    def id(self) -> str:
+        return self.place.container
+
+    @property
+    def workdir(self) -> str:
+        return self.place.workdir
 
     @classmethod
     def start(cls, cli: ContainerCli, image: str, spec: EnvironmentSpec,
-              env: Mapping[str, str], task: str) -> TrialContainer:
-        """Start a container of ``image`` with the task's network, resources, working
-        folder (its ``workdir``, else the image's ``WORKDIR``) and ``env``; the folders
-        Harbor's scripts write their logs in are made."""
-        workdir = spec.workdir or cli.image_workdir(image)
-        container = cli.start(image, labels={TASK_LABEL: task}, network=spec.network,
-                              workdir=workdir, cpus=spec.cpus, memory_mb=spec.memory_mb,
-                              env=env)
-        made = cls(cli, container, workdir)
+              env: Mapping[str, str], files: Path) -> TrialContainer:
+        """Start a container of ``image`` with the task's network, resources and working
+        folder (its ``workdir``, else the image's ``WORKDIR``), held in the host folder
+        ``files``; the folders Harbor's scripts write their logs in are made."""
+        place = ContainerEnvironment.start(image, files, cli=cli, workdir=spec.workdir,
+                                           network=spec.network, cpus=spec.cpus,
+                                           memory_mb=spec.memory_mb)
+        made = cls(place, image, dict(env))
         try:
-            made.as_root(f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS} {shlex.quote(workdir)}")
+            made.as_root(f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS}")
         except BaseException:
             made.remove()
             raise
@@ -73,7 +86,7 @@ class TrialContainer:
         ``timeout`` where it has one (GNU's and busybox's signal the group), so nothing it
         started goes on changing what the verifier grades; else only its ``exec`` ends."""
         options = ["--workdir", self.workdir]
-        for key, value in (env or {}).items():
+        for key, value in {**self.env, **(env or {})}.items():
             options += ["--env", f"{key}={value}"]
         clock = time.monotonic()
         try:
@@ -110,7 +123,7 @@ class TrialContainer:
         return done.stdout if limit is None else done.stdout[-limit:]
 
     def remove(self) -> None:
-        self.cli.remove(self.id)
+        self.place.close()
 
 
 def _bounded(script: str, timeout: float | None) -> str:

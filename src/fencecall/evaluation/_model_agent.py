@@ -1,10 +1,8 @@
-"""A model as a trial's agent: the task's instruction as its prompt, its tools working in
-the trial's container, its conversation logged in the trial's folder (``conversation.jsonl``)
-and exported as an ATIF trajectory (``trajectory.json``) when it ends.
-
-:func:`container_session` is where the tools meet the container. Until the container
-environment (``--env container:IMAGE``) is connected there, the session has no tools: the
-model can only answer, and nothing it writes runs anywhere, least of all on this host.
+"""A model as a trial's agent: the task's instruction as its prompt, its tools (the
+configuration's, or ``--tools``) working in the trial's container, unasked (the container is
+the boundary, and nobody is there to confirm), its conversation logged in the trial's folder
+(``conversation.jsonl``) and exported as an ATIF trajectory (``trajectory.json``) when it
+ends.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import assembly
@@ -26,7 +24,6 @@ from ..execution import Session, auto_yes
 from ..export import export
 from ..message import Outcome
 from ..providers import Provider, ProviderError
-from ..tools import Toolchain
 from ._container import TrialContainer
 from ._results import AgentRun
 from ._task import HarborTask
@@ -36,12 +33,10 @@ TRAJECTORY = "trajectory.json"
 
 def container_session(settings: RunSettings, config: Config, container: TrialContainer,
                       secrets: Mapping[str, str]) -> Session:
-    """The session of a model trial, whose tools are to run in ``container`` (see the
-    module: for now a session without tools). Every call runs unasked: the container is
-    the sandbox, and nobody is there to confirm."""
-    quiet = replace(settings, tools=())
-    env = assembly.environment(quiet, config, secrets, warn=lambda warning: None)
-    return assembly.session(env, config, Toolchain.build(()), confirm=auto_yes)
+    """The session of a model trial: its tools run in ``container`` (which the trial
+    removes), every call unasked."""
+    return assembly.tool_session(settings, config, confirm=auto_yes, secrets=secrets,
+                                 warn=lambda warning: None, environment=container.place)
 
 
 @dataclass(slots=True)
@@ -55,14 +50,17 @@ class ModelAgents:
     _providers: dict[str, Provider] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def settings(self, folder: Path) -> RunSettings:
-        return resolve_settings(self.config, self.overrides,
-                                Overrides(workspace=folder / "workspace"))
+    def settings(self, folder: Path, image: str | None = None) -> RunSettings:
+        """A trial's settings: its tools in a container of ``image`` whose working folder
+        is held in ``folder``'s ``workspace``."""
+        return resolve_settings(self.config, Overrides(
+            workspace=folder / "workspace",
+            environment=None if image is None else f"container:{image}"), self.overrides)
 
     async def run(self, task: HarborTask, container: TrialContainer, folder: Path) -> AgentRun:
         """The model's run on ``task`` within the task's agent timeout; never raises."""
         clock = time.monotonic()
-        settings = self.settings(folder)
+        settings = self.settings(folder, container.image)
         if settings.model is None:
             return AgentRun("error", error="no model: pass --model or --agent oracle")
         try:

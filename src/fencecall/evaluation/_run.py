@@ -53,7 +53,6 @@ async def evaluate(plan: Sequence[tuple[Path, int]], options: EvalOptions
                    ) -> AsyncIterator[TrialResult]:
     """Run the ``plan``'s trials; yields each result as its trial ends."""
     cli = options.cli if options.cli is not None else await in_thread(choose_container_cli)
-    await in_thread(cli.sweep)  # the containers of an evaluation killed with -9
     images = ImageCache(cli, options.folder / "builds", options.max_builds)
     trials = Trials(cli, images, options.folder, options.models, options.environ)
     slots = asyncio.Semaphore(max(1, options.concurrency))

@@ -96,7 +96,7 @@ class Trials:
         folder.mkdir(parents=True)
         try:
             container = await in_thread(lambda: TrialContainer.start(
-                self.cli, image.name, task.environment, env.environment, task.name))
+                self.cli, image.name, task.environment, env.environment, folder / "workspace"))
         except (ContainerError, ContainerUnavailable) as err:
             raise _Failed("environment", f"the container could not start: {err}") from None
         try:
