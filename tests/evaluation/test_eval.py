@@ -161,7 +161,8 @@ def model(body: dict[str, Any]) -> Reply:
     prompt = next(m["content"] for m in messages if m["role"] == "user")
     if "(plain)" not in prompt:
         return Reply("I will not do anything.")
-    return SOLVING[min(sum(m["role"] == "assistant" for m in messages), 1)]
+    step: int = sum(m["role"] == "assistant" for m in messages)
+    return SOLVING[min(step, 1)]
 
 
 def test_a_model_works_in_the_container_and_is_graded_with_a_trajectory(
