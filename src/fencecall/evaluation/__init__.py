@@ -3,9 +3,9 @@
 ::
 
     from fencecall.batch import ResultFile
-    from fencecall.evaluation import EvalOptions, find_tasks, run_eval, summarize
+    from fencecall.evaluation import EvalOptions, TrialResult, find_tasks, run_eval, summarize
 
-    options = EvalOptions(Path("runs/1"), trials=2)          # the oracle; models=...: a model
+    options = EvalOptions(Path("runs/1"), trials=2)   # the oracle; models=ModelAgents(...)
     with ResultFile(Path("runs/1/results.jsonl")) as out:
         run_eval(find_tasks([Path("tasks")]), options, out)
         print(summarize(TrialResult.from_record(r) for r in out.records.values()).table())
