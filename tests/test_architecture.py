@@ -29,6 +29,7 @@ LAYERS = (
     ("fencecall.assembly",),
     ("fencecall.export",),
     ("fencecall.batch",),
+    ("fencecall.evaluation",),
     ("fencecall.cli",),
     ("fencecall.acp",),
 )

@@ -32,3 +32,7 @@ MAX_JOBS: Final = 8
 """Background jobs running at once in one conversation."""
 CONCURRENCY: Final = 8
 """Batch tasks running at once (per shard with Ray)."""
+TRIALS_AT_ONCE: Final = 4
+"""Evaluation trials running at once (each holds a container)."""
+BUILDS_AT_ONCE: Final = 2
+"""Evaluation images building at once."""

@@ -6,12 +6,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from fencecall.environments import ContainerUnavailable, choose_container_cli, owner
-from fencecall.environments._container_cli import _label, _owner_gone
+from fencecall.environments import (
+    ContainerCli,
+    ContainerUnavailable,
+    choose_container_cli,
+    owner,
+)
+from fencecall.environments._container_cli import ULIMITS, _label, _owner_gone
 
 
 def fake_cli(folder: Path, name: str, *, answers: bool) -> None:
@@ -55,3 +61,28 @@ def test_a_container_is_stale_only_when_its_owner_of_this_host_is_gone() -> None
     assert _owner_gone(f"abc map[dev.fencecall.owner:{host}:{os.getpid()}:1]")
     assert not _owner_gone(f"abc map[dev.fencecall.owner:elsewhere:{pid}:12345]")
     assert not _owner_gone("abc map[dev.fencecall:1]")
+
+
+def test_starts_at_once_that_fail_on_rlimits_all_start_with_the_fix(tmp_path: Path) -> None:
+    """runc says 'error setting rlimit type 7' where the default limits cannot be set; two
+    starts fail so at once, one adopts the --ulimit fix, and the other tries again with it
+    instead of failing; each prunes only what its own start left."""
+    script = tmp_path / "podman"
+    script.write_text("#!/bin/sh\n"
+                      f'echo "$*" >> {tmp_path}/calls\n'
+                      'case "$*" in *--ulimit*) echo started; exit 0;; esac\n'
+                      'case "$1" in run) sleep 0.5; echo "Error: runc create failed: error '
+                      'setting rlimits for ready process: error setting rlimit type 7: '
+                      'operation not permitted" >&2; exit 126;; esac\n'
+                      "exit 0\n")
+    script.chmod(0o755)
+    cli = ContainerCli("podman", str(script))
+    with ThreadPoolExecutor(2) as pool:
+        started = list(pool.map(lambda _: cli.start("img"), range(2)))
+    assert started == ["started", "started"]
+    assert cli.run_flags == ULIMITS
+    # what a failed start may have left is pruned by its own label: not the container
+    # another thread created and has yet to start (copying an image's folder out, say)
+    prunes = [line for line in (tmp_path / "calls").read_text().splitlines()
+              if line.startswith("container prune")]
+    assert prunes and all(" --filter label=dev.fencecall.start=" in line for line in prunes)

@@ -12,7 +12,7 @@ import argparse
 from collections.abc import Callable
 
 from .. import __version__
-from ..defaults import BACKGROUND_AFTER, CONCURRENCY
+from ..defaults import BACKGROUND_AFTER, BUILDS_AT_ONCE, CONCURRENCY, TRIALS_AT_ONCE
 from ..parsing.formats import FORMATS
 
 TYPE_CHECKING = False
@@ -27,7 +27,8 @@ DEFAULT_FORMAT = "markdown"
 """The ``--format`` of ``parse`` and ``run``: the name of :data:`fencecall.parsing.MARKDOWN`
 (written out so that ``--help`` loads no format to learn it; a test checks it)."""
 
-COMMANDS = ("parse", "run", "chat", "list", "stats", "export", "tools", "mcp", "batch", "acp")
+COMMANDS = ("parse", "run", "chat", "list", "stats", "export", "tools", "mcp", "batch", "eval",
+            "acp")
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
 """Strictest first: ``--resume`` restores no policy looser than the one in force."""
@@ -192,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_chat_commands(commands)
     _add_mcp(commands)
     _add_batch(commands)
+    _add_eval(commands)
     _add_editor_commands(commands)
     return parser
 
@@ -385,6 +387,47 @@ def _add_batch_limits(batch: argparse.ArgumentParser) -> None:
                        dest="budget_usd", help="cap each task's spend")
     batch.add_argument("--task-budget-tokens", type=_at_least(1), metavar="N",
                        dest="budget_tokens", help="cap each task's input and output tokens")
+
+
+def _add_eval(commands: Commands) -> None:
+    """``eval``: Harbor tasks, each trial in a container of its task's image, graded."""
+    evaluate = commands.add_parser(
+        "eval", help="run Harbor tasks in containers and grade them with their tests",
+        description="Run each Harbor task in PATH (a task folder, or a folder of them) -k "
+                    "times: its environment/Dockerfile built once (kept as "
+                    "fencecall-task:HASH), the agent in a container of it, then its tests "
+                    "for the reward. One line per trial is appended to RESULTS; run it again "
+                    "with the same --out to resume. Exit status 0 when every trial ran to a "
+                    "reward (whatever its value), 1 when some could not (a build, the "
+                    "container, the agent or the verifier failed), 2 for a usage error.")
+    evaluate.add_argument("paths", nargs="+", metavar="PATH", type=_path,
+                          help="a task folder (with task.toml), or a folder of them")
+    evaluate.add_argument("--out", "-o", type=_path, required=True, metavar="RESULTS",
+                          help="results file (JSONL), appended to; its trials are not run "
+                               "again")
+    evaluate.add_argument("--agent", choices=("model", "oracle"), default="model",
+                          help="model (default): --model works on the instruction; oracle: "
+                               "the task's solution/solve.sh, to check a task set")
+    evaluate.add_argument("--model", "-m", help="provider/name of the model")
+    evaluate.add_argument("-k", "--trials", type=_at_least(1), default=1, metavar="N",
+                          help="trials of each task (pass@k for k up to N; default 1)")
+    evaluate.add_argument("--concurrency", "-j", type=_at_least(1), default=TRIALS_AT_ONCE,
+                          metavar="N", help=f"trials at once (default {TRIALS_AT_ONCE})")
+    evaluate.add_argument("--max-builds", type=_at_least(1), default=BUILDS_AT_ONCE,
+                          metavar="N", help=f"image builds at once (default {BUILDS_AT_ONCE})")
+    evaluate.add_argument("--dir", type=_path, default=None, metavar="DIR",
+                          help="folder for the trials' logs, trajectories and the build logs "
+                               "(default: RESULTS.d)")
+    evaluate.add_argument("--format", "-f", choices=list(FORMATS), default=None,
+                          help="how the model writes tool calls")
+    evaluate.add_argument("--max-steps", type=_at_least(1), metavar="N",
+                          help="model replies per trial")
+    evaluate.add_argument("--max-tokens", type=_at_least(1), metavar="N",
+                          help="output tokens asked of the model per reply")
+    _add_request_timeout(evaluate)
+    evaluate.add_argument("--retries", type=_at_least(0), metavar="N",
+                          help="tries again after a failed request or a broken reply stream")
+    evaluate.set_defaults(handler="fencecall.cli._eval_cmd:run")
 
 
 def _add_editor_commands(commands: Commands) -> None:

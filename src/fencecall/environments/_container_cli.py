@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -32,6 +33,8 @@ from ..errors import UserError
 CLIS = ("podman", "docker")
 LABEL = "dev.fencecall"
 OWNER_LABEL = "dev.fencecall.owner"
+START_LABEL = "dev.fencecall.start"
+"""A label of each start's own, so that what a failed start left is found alone."""
 ANSWER_WITHIN = 20.0
 """Seconds a CLI has to answer ``info`` before it counts as not working."""
 _CRUN_CGROUPS = "cgroups in hybrid mode"
@@ -100,8 +103,9 @@ class ContainerCli:
         pid 1); its id. ``mounts`` are (host folder, container folder, read-only). Without
         ``network`` it has none. Tried again with the machine's fixes where it fails for
         one of the known reasons."""
+        start = f"{START_LABEL}={secrets.token_hex(8)}"
         options = ["--detach", "--init", "--label", f"{LABEL}=1", "--label",
-                   f"{OWNER_LABEL}={owner()}"]
+                   f"{OWNER_LABEL}={owner()}", "--label", start]
         options += [f"--label={key}={value}" for key, value in (labels or {}).items()]
         if not network:
             options += ["--network", "none"]
@@ -115,20 +119,23 @@ class ContainerCli:
             options += ["--memory", f"{memory_mb}m"]
         for key, value in (env or {}).items():
             options += ["--env", f"{key}={value}"]
-        return self._started([*options, "--entrypoint", "sleep", image, "infinity"])
+        return self._started([*options, "--entrypoint", "sleep", image, "infinity"], start)
 
-    def _started(self, options: list[str]) -> str:
+    def _started(self, options: list[str], start: str) -> str:
         """``run options``, fixed and tried again while it fails for a known reason."""
         while True:
+            tried = (self.runtime, self.run_flags)
             done = self.call("run", *self.run_flags, *options, check=False)
             if done.returncode == 0:
                 return done.stdout.strip().splitlines()[-1]
-            if not self._fix(done.stderr):
+            # a start at the same time may have adopted the fix meanwhile: try with it
+            if tried == (self.runtime, self.run_flags) and not self._fix(done.stderr):
                 raise ContainerUnavailable(
                     f"{self.program} could not start a container: "
                     f"{done.stderr.strip()[-_TAIL:]}")
-            # a container may have been created before the runtime failed
-            self.call("container", "prune", "--force", "--filter", f"label={LABEL}",
+            # a container may have been created before the runtime failed: this start's
+            # alone (another's, created and not yet started, is no leftover)
+            self.call("container", "prune", "--force", "--filter", f"label={start}",
                       check=False)
 
     def _fix(self, stderr: str) -> bool:

@@ -1,0 +1,135 @@
+"""A trial's container: the place its agent's tools run (a
+:class:`~fencecall.environments.ContainerEnvironment` of the task's image, its working
+folder held in the trial's ``workspace`` folder), and where the oracle's and the verifier's
+scripts run as Harbor runs them (``bash -c``, within a timeout), folders are copied in and
+files read back.
+
+Every method blocks (the trial calls them in worker threads). The container is removed
+when the trial ends, whatever happened.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..environments import ContainerCli, ContainerEnvironment, ContainerError
+from ._task import EnvironmentSpec
+
+LOGS = "/logs"
+AGENT_LOGS = "/logs/agent"
+VERIFIER_LOGS = "/logs/verifier"
+_KILL_AFTER = 5
+"""Seconds a script past its timeout has between TERM and KILL."""
+_TIMED_OUT = (124, 137)
+"""``timeout``'s exit status when it stopped the script (TERM, then KILL)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ran:
+    """How a script in the container ended: its exit status, or None when it ran past its
+    timeout."""
+
+    exit_status: int | None
+    output: str = ""
+
+    @property
+    def timed_out(self) -> bool:
+        return self.exit_status is None
+
+
+@dataclass(frozen=True, slots=True)
+class TrialContainer:
+    """A running container of a trial (``place``), the image it is of, and the task's
+    ``[environment] env``, which every script here gets."""
+
+    place: ContainerEnvironment
+    image: str
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def cli(self) -> ContainerCli:
+        return self.place.cli
+
+    @property
+    def id(self) -> str:
+        return self.place.container
+
+    @property
+    def workdir(self) -> str:
+        return self.place.workdir
+
+    @classmethod
+    def start(cls, cli: ContainerCli, image: str, spec: EnvironmentSpec,
+              env: Mapping[str, str], files: Path) -> TrialContainer:
+        """Start a container of ``image`` with the task's network, resources and working
+        folder (its ``workdir``, else the image's ``WORKDIR``), held in the host folder
+        ``files``; the folders Harbor's scripts write their logs in are made."""
+        place = ContainerEnvironment.start(image, files, cli=cli, workdir=spec.workdir,
+                                           network=spec.network, cpus=spec.cpus,
+                                           memory_mb=spec.memory_mb)
+        made = cls(place, image, dict(env))
+        try:
+            made.as_root(f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS}")
+        except BaseException:
+            made.remove()
+            raise
+        return made
+
+    def run(self, script: str, *, timeout: float | None, env: Mapping[str, str] | None = None
+            ) -> Ran:
+        """``bash -c script`` in the working folder; what it printed (stdout and stderr).
+        Past ``timeout`` its whole process group is killed in the container, by the image's
+        ``timeout`` where it has one (GNU's and busybox's signal the group), so nothing it
+        started goes on changing what the verifier grades; else only its ``exec`` ends."""
+        options = ["--workdir", self.workdir]
+        for key, value in {**self.env, **(env or {})}.items():
+            options += ["--env", f"{key}={value}"]
+        clock = time.monotonic()
+        try:
+            done = self.cli.call("exec", *options, self.id, "bash", "-c",
+                                 _bounded(script, timeout),
+                                 timeout=None if timeout is None else timeout + _KILL_AFTER + 5,
+                                 check=False)
+        except ContainerError:  # the call's only failure unchecked: its timeout
+            return Ran(None)
+        if timeout is not None and done.returncode in _TIMED_OUT \
+                and time.monotonic() - clock >= timeout:
+            return Ran(None, done.stdout + done.stderr)
+        return Ran(done.returncode, done.stdout + done.stderr)
+
+    def as_root(self, script: str) -> None:
+        """``script`` as root (making folders, setting modes); ContainerError where it
+        fails."""
+        self.cli.call("exec", "--user", "root", self.id, "bash", "-c", script)
+
+    def copy_folder(self, source: Path, target: str) -> None:
+        """``source``'s contents into ``target`` (made if missing), as Harbor uploads a
+        folder."""
+        self.as_root(f"mkdir -p {shlex.quote(target)}")
+        self.cli.call("cp", f"{source}/.", f"{self.id}:{target}")
+
+    def read(self, path: str, limit: int | None = None) -> str | None:
+        """The text of ``path`` in the container (its last ``limit`` characters), or None
+        where there is no such file."""
+        done = self.cli.call("exec", self.id, "bash", "-c",
+                             f"test -f {shlex.quote(path)} && cat {shlex.quote(path)}",
+                             check=False)
+        if done.returncode != 0:
+            return None
+        return done.stdout if limit is None else done.stdout[-limit:]
+
+    def remove(self) -> None:
+        self.place.close()
+
+
+def _bounded(script: str, timeout: float | None) -> str:
+    """``script`` for ``bash -c``, under the container's ``timeout`` where it has one."""
+    if timeout is None:
+        return script
+    quoted = shlex.quote(script)
+    return (f"if command -v timeout >/dev/null 2>&1; then exec timeout -k {_KILL_AFTER} "
+            f"{timeout:g} bash -c {quoted}; else exec bash -c {quoted}; fi")

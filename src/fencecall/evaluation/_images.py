@@ -1,0 +1,152 @@
+"""Task images, built once and kept: ``fencecall-task:<key>``.
+
+The key hashes the build context (every file's path, executable bit and bytes) and the
+image ID of each local base image its ``FROM`` lines name, so a changed file or a rebuilt
+base makes a new image, and an unchanged task builds nothing on its next run (or in its
+next trial). The cache asks the container CLI whether the tag exists, never whether an
+image ID is new: a Dockerfile that is only a ``FROM`` builds to its base's own ID (the tag
+is added to the base), and a local image tagged like a registry name (``python:3.12``)
+satisfies a ``FROM`` of that name without a pull (the build never passes ``--pull``).
+
+Trials of one task wait for one build; at most ``max_builds`` builds run at once; a failed
+build is remembered for the run, so the task's other trials fail with it rather than build
+again. Each build's output is kept in ``builds/<key>.log``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..agent.offload import in_thread
+from ..defaults import BUILDS_AT_ONCE
+from ..environments import ContainerCli, ContainerError
+from ._task import EnvironmentSpec
+
+TAG = "fencecall-task"
+_IGNORED = frozenset({".git", "__pycache__", ".DS_Store"})
+_FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?",
+                   re.IGNORECASE | re.MULTILINE)
+LOG_TAIL = 3000
+"""Characters of a failed build's output its error keeps."""
+
+
+class BuildError(Exception):
+    """An image could not be built (or pulled): the message ends with the output's tail."""
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """The image a trial runs: its name, whether this trial built it, and how long that
+    took (0 when it was there)."""
+
+    name: str
+    built: bool = False
+    seconds: float = 0.0
+
+
+def context_key(cli: ContainerCli, dockerfile: Path) -> str:
+    """The cache key of the build of ``dockerfile`` with its folder as the context."""
+    context = dockerfile.parent
+    digest = hashlib.sha256()
+    for path in sorted(p for p in context.rglob("*") if p.is_file() and not p.is_symlink()
+                       and not _IGNORED & set(p.relative_to(context).parts)):
+        name = path.relative_to(context).as_posix().encode()
+        executable = b"x" if os.access(path, os.X_OK) else b"-"
+        digest.update(b"%d:%s%s%d:" % (len(name), name, executable, path.stat().st_size))
+        with path.open("rb") as data:
+            for chunk in iter(lambda: data.read(1 << 20), b""):
+                digest.update(chunk)
+    for base in _bases(dockerfile.read_text(encoding="utf-8", errors="replace")):
+        done = cli.call("image", "inspect", "--format", "{{.Id}}", base, check=False)
+        digest.update(f"FROM {base} {done.stdout.strip() if done.returncode == 0 else ''}\n"
+                      .encode())
+    return digest.hexdigest()[:32]
+
+
+def _bases(dockerfile: str) -> list[str]:
+    """The images a Dockerfile's ``FROM`` lines name, not counting its own stages."""
+    stages: set[str] = set()
+    bases: list[str] = []
+    for match in _FROM.finditer(dockerfile):
+        image, alias = match.group(1), match.group(2)
+        if image.lower() not in stages and image not in bases:
+            bases.append(image)
+        if alias:
+            stages.add(alias.lower())
+    return bases
+
+
+class ImageCache:
+    """The images of one run's tasks (see the module)."""
+
+    def __init__(self, cli: ContainerCli, logs: Path, max_builds: int = BUILDS_AT_ONCE):
+        self.cli, self.logs = cli, logs
+        self._builds = asyncio.Semaphore(max(1, max_builds))
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._failed: dict[str, str] = {}
+        self.built = 0
+        """Images this cache has built (not found)."""
+
+    async def image(self, spec: EnvironmentSpec) -> Image:
+        """The task's image, built if it is not there yet; :class:`BuildError` with the
+        output's tail where the build fails."""
+        if spec.dockerfile is None:
+            assert spec.docker_image is not None
+            return await self._pulled(spec.docker_image, spec.build_timeout)
+        dockerfile = spec.dockerfile
+        key = await in_thread(lambda: context_key(self.cli, dockerfile))
+        name = f"{TAG}:{key}"
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            if key in self._failed:
+                raise BuildError(self._failed[key])
+            if await in_thread(lambda: self.cli.image_exists(name)):
+                return Image(name)
+            async with self._builds:
+                clock = time.monotonic()
+                try:
+                    await in_thread(lambda: self._build(dockerfile, name, key,
+                                                        spec.build_timeout))
+                except BuildError as err:
+                    self._failed[key] = str(err)
+                    raise
+                self.built += 1
+                return Image(name, built=True, seconds=round(time.monotonic() - clock, 3))
+
+    def _build(self, dockerfile: Path, name: str, key: str, timeout: float) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = self.logs / f"{key}.log"
+        argv = self.cli.argv("build", "--tag", name, "--file", str(dockerfile),
+                             str(dockerfile.parent))
+        with log.open("w", encoding="utf-8") as out:
+            try:
+                done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, timeout=timeout)
+                failure = f"exit status {done.returncode}" if done.returncode else None
+            except subprocess.TimeoutExpired:
+                failure = f"it took more than {timeout:g} s"
+        if failure is not None:
+            tail = log.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL:]
+            raise BuildError(f"building {dockerfile} failed ({failure}; the whole log: "
+                             f"{log}):\n{tail}")
+
+    async def _pulled(self, image: str, timeout: float) -> Image:
+        """A task's ready-made ``docker_image``: used where it is, else pulled once."""
+        async with self._locks.setdefault(image, asyncio.Lock()):
+            if image in self._failed:
+                raise BuildError(self._failed[image])
+            if await in_thread(lambda: self.cli.image_exists(image)):
+                return Image(image)
+            clock = time.monotonic()
+            try:
+                await in_thread(lambda: self.cli.call("pull", image, timeout=timeout))
+            except ContainerError as err:
+                self._failed[image] = f"pulling {image} failed: {str(err)[-LOG_TAIL:]}"
+                raise BuildError(self._failed[image]) from None
+            return Image(image, built=True, seconds=round(time.monotonic() - clock, 3))

@@ -1,0 +1,151 @@
+"""One trial, start to end: the task read and its variables resolved, its image (built once
+for all trials), a container, the agent (oracle or model), the verifier, the container
+removed. It never raises: a step that fails ends the trial with its ``error_kind`` and why,
+and the container goes whatever happened.
+
+The agent never sees the tests: they are in neither the image (the build context is
+``environment/``) nor the container until the agent has ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..agent.offload import in_thread
+from ..environments import ContainerCli, ContainerError, ContainerUnavailable
+from ._container import LOGS, TrialContainer
+from ._images import BuildError, ImageCache
+from ._model_agent import ModelAgents
+from ._oracle import run_oracle
+from ._results import AgentRun, ErrorKind, TrialResult, trial_id
+from ._task import HarborTask, TaskError, read_task, resolve_env
+from ._verifier import verify
+
+
+class _Failed(Exception):
+    """A step of the trial failed: the trial ends with ``kind`` and the message."""
+
+    def __init__(self, kind: ErrorKind, why: str):
+        super().__init__(why)
+        self.kind = kind
+
+
+@dataclass(frozen=True, slots=True)
+class _Env:
+    """The task's ``env`` tables with their variables read."""
+
+    environment: Mapping[str, str]
+    verifier: Mapping[str, str]
+    solution: Mapping[str, str]
+
+
+@dataclass(slots=True)
+class _Draft:
+    """The result line as the trial fills it in."""
+
+    fields: dict[str, Any]
+    clock: float = field(default_factory=time.monotonic)
+
+    def finish(self) -> TrialResult:
+        self.fields["wall_s"] = round(time.monotonic() - self.clock, 3)
+        self.fields["finished"] = datetime.now(UTC).isoformat()
+        return TrialResult(**self.fields)
+
+
+class Trials:
+    """Runs the trials of one evaluation (its container CLI, image cache, model agents;
+    ``models`` None: the oracle). ``folder`` holds each trial's files
+    (``trials/<task>/<n>/``)."""
+
+    def __init__(self, cli: ContainerCli, images: ImageCache, folder: Path,
+                 models: ModelAgents | None, environ: Mapping[str, str] | None = None):
+        self.cli, self.images, self.folder, self.models = cli, images, folder, models
+        self.environ = os.environ if environ is None else environ
+
+    async def run(self, path: Path, index: int) -> TrialResult:
+        """Trial ``index`` of the task in ``path``."""
+        folder = self.folder / "trials" / path.name / str(index)
+        draft = _Draft({"id": trial_id(path.name, index), "task": path.name, "trial": index,
+                        "agent": "oracle" if self.models is None else "model",
+                        "started": datetime.now(UTC).isoformat()})
+        if self.models is not None:
+            draft.fields["model"] = self.models.settings(folder).model
+        try:
+            await self._steps(path, folder, draft)
+        except _Failed as failed:
+            draft.fields.update(error_kind=failed.kind, error=str(failed))
+        return draft.finish()
+
+    async def _steps(self, path: Path, folder: Path, draft: _Draft) -> None:
+        task, env = self._read(path)
+        try:
+            image = await self.images.image(task.environment)
+        except BuildError as err:
+            raise _Failed("build", str(err)) from None
+        draft.fields.update(image=image.name, image_built=image.built, build_s=image.seconds)
+        if folder.exists():  # an earlier attempt that never got its line: afresh
+            await in_thread(lambda: shutil.rmtree(folder))
+        folder.mkdir(parents=True)
+        try:
+            container = await in_thread(lambda: TrialContainer.start(
+                self.cli, image.name, task.environment, env.environment, folder / "workspace"))
+        except (ContainerError, ContainerUnavailable) as err:
+            raise _Failed("environment", f"the container could not start: {err}") from None
+        try:
+            await self._graded(task, env, container, folder, draft)
+        finally:
+            await in_thread(lambda: self._keep_logs(container, folder))
+            await in_thread(container.remove)
+
+    def _read(self, path: Path) -> tuple[HarborTask, _Env]:
+        try:
+            task = read_task(path)
+            return task, _Env(
+                resolve_env(task.environment.env, self.environ, "[environment] env"),
+                resolve_env(task.verifier_env, self.environ, "[verifier] env"),
+                resolve_env(task.solution_env, self.environ, "[solution] env"))
+        except TaskError as err:
+            raise _Failed("task", f"{path}: {err}") from None
+
+    async def _graded(self, task: HarborTask, env: _Env, container: TrialContainer,
+                      folder: Path, draft: _Draft) -> None:
+        """The agent, then (where it ran) the verifier."""
+        run = await self._agent(task, env, container, folder)
+        draft.fields.update(
+            agent_outcome=run.outcome, agent_exit=run.exit_status, agent_s=run.seconds,
+            steps=run.steps, tokens=dict(run.tokens), cost_usd=run.cost_usd, log=run.log,
+            trajectory=run.trajectory)
+        if run.error is not None:
+            raise _Failed("agent", run.error)
+        try:
+            verdict = await in_thread(lambda: verify(container, task, env.verifier))
+        except ContainerError as err:
+            raise _Failed("verifier", str(err)) from None
+        draft.fields.update(reward=verdict.reward, rewards=verdict.rewards,
+                            verifier_exit=verdict.exit_status, verifier_output=verdict.output,
+                            verifier_s=verdict.seconds)
+        if verdict.error is not None:
+            raise _Failed("verifier", verdict.error)
+
+    async def _agent(self, task: HarborTask, env: _Env, container: TrialContainer,
+                     folder: Path) -> AgentRun:
+        if self.models is not None:
+            return await self.models.run(task, container, folder)
+        try:
+            return await in_thread(lambda: run_oracle(container, task, env.solution))
+        except ContainerError as err:
+            return AgentRun("error", error=str(err))
+
+    def _keep_logs(self, container: TrialContainer, folder: Path) -> None:
+        """The container's ``/logs`` (the verifier's output, the oracle's) in the trial's
+        folder, as far as they can be copied."""
+        with contextlib.suppress(ContainerError, OSError):
+            self.cli.copy_out(container.id, f"{LOGS}/.", folder / "logs")

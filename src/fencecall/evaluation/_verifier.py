@@ -1,0 +1,110 @@
+"""The verifier, as Harbor runs it: after the agent, in the same container, ``tests/`` is
+copied to ``/tests`` and ``/tests/test.sh`` runs in the working folder with the task's
+``[verifier] env``, its output in ``/logs/verifier/test-stdout.txt``; stale reward files
+are removed first, so nothing the agent wrote there counts.
+
+The rewards are ``/logs/verifier/reward.json`` (a table of named numbers) where it exists,
+else ``/logs/verifier/reward.txt`` (one number, the ``reward``); an empty, unreadable or
+non-finite one is the verifier's error, as in Harbor. The primary reward is ``reward``, or
+the only one a table holds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ._container import VERIFIER_LOGS, TrialContainer
+from ._task import HarborTask
+
+TESTS = "/tests"
+REWARD_JSON = f"{VERIFIER_LOGS}/reward.json"
+REWARD_TXT = f"{VERIFIER_LOGS}/reward.txt"
+TEST_OUTPUT = f"{VERIFIER_LOGS}/test-stdout.txt"
+OUTPUT_TAIL = 2000
+"""Characters of the test's output a result keeps."""
+
+
+class RewardError(Exception):
+    """The reward file is missing or cannot be read as Harbor reads it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the verifier said: the rewards (None where it gave none, and ``error`` says
+    why), its exit status (None: it ran past its timeout), its output's tail."""
+
+    rewards: Mapping[str, float] | None
+    exit_status: int | None
+    output: str = ""
+    error: str | None = None
+    seconds: float = 0.0
+    reward: float | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reward", primary(self.rewards))
+
+
+def primary(rewards: Mapping[str, float] | None) -> float | None:
+    if not rewards:
+        return None
+    if "reward" in rewards:
+        return rewards["reward"]
+    return next(iter(rewards.values())) if len(rewards) == 1 else None
+
+
+def verify(container: TrialContainer, task: HarborTask, env: Mapping[str, str]) -> Verdict:
+    """Run the task's tests in ``container`` (blocking) and read the rewards."""
+    clock = time.monotonic()
+    if not (task.tests / "test.sh").is_file():
+        return Verdict(None, None, error=f"{task.tests}/test.sh does not exist")
+    container.as_root(f"rm -f {REWARD_JSON} {REWARD_TXT}")
+    container.copy_folder(task.tests, TESTS)
+    container.as_root(f"chmod +x {TESTS}/test.sh")
+    ran = container.run(f"({TESTS}/test.sh) > {TEST_OUTPUT} 2>&1",
+                        timeout=task.verifier_timeout, env=env)
+    output = container.read(TEST_OUTPUT, OUTPUT_TAIL) or ""
+    seconds = round(time.monotonic() - clock, 3)
+    if ran.timed_out:
+        return Verdict(None, None, output, f"the tests ran past their timeout of "
+                       f"{task.verifier_timeout:g} s", seconds)
+    try:
+        rewards = read_rewards(container.read(REWARD_JSON), container.read(REWARD_TXT))
+    except RewardError as err:
+        return Verdict(None, ran.exit_status, output, str(err), seconds)
+    return Verdict(rewards, ran.exit_status, output, seconds=seconds)
+
+
+def read_rewards(json_text: str | None, txt_text: str | None) -> dict[str, float]:
+    """The rewards from ``reward.json``'s text, else ``reward.txt``'s (None: no such
+    file)."""
+    if json_text is not None:
+        if not json_text.strip():
+            raise RewardError(f"{REWARD_JSON} is empty")
+        try:
+            found = json.loads(json_text)
+        except ValueError as err:
+            raise RewardError(f"{REWARD_JSON} is not JSON ({err})") from None
+        if not isinstance(found, dict):
+            raise RewardError(f"{REWARD_JSON} is not a table of named rewards")
+        return {str(key): _number(value, REWARD_JSON) for key, value in found.items()}
+    if txt_text is not None:
+        if not txt_text.strip():
+            raise RewardError(f"{REWARD_TXT} is empty")
+        try:
+            value = float(txt_text)
+        except ValueError:
+            raise RewardError(f"{REWARD_TXT} holds no number: {txt_text[:80]!r}") from None
+        return {"reward": _number(value, REWARD_TXT)}
+    raise RewardError(f"the tests wrote no reward ({REWARD_TXT} or {REWARD_JSON})")
+
+
+def _number(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RewardError(f"{where}: {value!r} is not a number")
+    if not math.isfinite(value):
+        raise RewardError(f"{where}: {value!r} is not a finite number")
+    return float(value)
