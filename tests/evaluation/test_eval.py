@@ -153,15 +153,17 @@ def test_the_oracle_solves_each_task_and_a_second_run_builds_nothing(
 
 
 SOLVING = [Reply("```shell\necho 42 > answer.txt; pwd; ls /tests\n```\n"), Reply("Done.")]
+LOOKING = [Reply("```shell\necho greeting=$GREETING\n```\n"), Reply("I will not do anything.")]
 
 
 def model(body: dict[str, Any]) -> Reply:
-    """plain's model solves it with the shell (in the container); hello's does nothing."""
+    """plain's model solves it with the shell (in the container); hello's only looks at the
+    task's environment, then does nothing."""
     messages = body["messages"]
     prompt = next(m["content"] for m in messages if m["role"] == "user")
-    if "(plain)" not in prompt:
-        return Reply("I will not do anything.")
     step: int = sum(m["role"] == "assistant" for m in messages)
+    if "(plain)" not in prompt:
+        return LOOKING[min(step, 1)]
     return SOLVING[min(step, 1)]
 
 
@@ -176,7 +178,9 @@ def test_a_model_works_in_the_container_and_is_graded_with_a_trajectory(
     results = {line["task"]: line for line in lines(out)}
     idle, solved = results["hello"], results["plain"]
     assert idle["agent"] == "model" and idle["model"] == "local/fake"
-    assert idle["agent_outcome"] == "done" and idle["steps"] == 1
+    assert idle["agent_outcome"] == "done" and idle["steps"] == 2
+    looked = json.dumps(json.loads(Path(idle["trajectory"]).read_text())["steps"])
+    assert "greeting=hi" in looked  # the task's [environment] env reaches the model's tools
     assert idle["reward"] == 0.0 and idle["rewards"] == {"reward": 0.0}
     assert "not solved" in idle["verifier_output"]
     assert idle["tokens"]["input_tokens"] > 0 and idle["cost_usd"] is None  # no price

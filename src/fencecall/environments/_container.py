@@ -70,10 +70,12 @@ class ContainerEnvironment:
     @classmethod
     def start(cls, image: str, files: Path, *, cli: ContainerCli | None = None,
               workdir: str | None = None, network: bool = False, cpus: float | None = None,
-              memory_mb: int | None = None) -> ContainerEnvironment:
+              memory_mb: int | None = None,
+              env: Mapping[str, str] | None = None) -> ContainerEnvironment:
         """A container of ``image`` whose working folder (``workdir``, else the image's
         WORKDIR) is the host folder ``files``, first filled from the image where it is
-        empty. No network unless ``network``."""
+        empty. No network unless ``network``. ``env`` is the container's environment (a
+        task's), which every process run in it starts with."""
         cli = cli or choose_container_cli()
         cli.require_descriptors()  # now, not at the first shell call
         sweep_once(cli)
@@ -91,7 +93,7 @@ class ContainerEnvironment:
         scratch.chmod(0o755)
         try:
             container = cli.start(image, network=network, workdir=workdir, cpus=cpus,
-                                  memory_mb=memory_mb,
+                                  memory_mb=memory_mb, env=env,
                                   mounts=[(files, workdir, False), (scratch, str(scratch), True)])
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -70,7 +70,7 @@ class TrialContainer:
         ``files``; the folders Harbor's scripts write their logs in are made."""
         place = ContainerEnvironment.start(image, files, cli=cli, workdir=spec.workdir,
                                            network=spec.network, cpus=spec.cpus,
-                                           memory_mb=spec.memory_mb)
+                                           memory_mb=spec.memory_mb, env=env)
         made = cls(place, image, dict(env))
         try:
             made.as_root(f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS}")
