@@ -12,16 +12,22 @@ from ..support import F
 from .conftest import cli_env
 
 
+def chat(tmp_path: Path, url: str, *flags: str, timeout: float = 30) -> pexpect.spawn:
+    """The interactive chat against the server at ``url``, in a 50x200 pty."""
+    env = cli_env(tmp_path, url, TERM="xterm", COLUMNS="200", LINES="50", NO_COLOR="1",
+                  PROMPT_TOOLKIT_NO_CPR="1")
+    return pexpect.spawn(sys.executable, ["-m", "fencecall.cli.main", "--model", "local/m",
+                                          *flags], env=env, encoding="utf-8", timeout=timeout,
+                         dimensions=(50, 200))
+
+
 def test_interactive_chat_with_confirmation_and_slash_commands(tmp_path: Path,
                                                                workspace: Path) -> None:
     replies = [Reply("I'll save it.\n\n```save note.txt\nhello from the chat\n```\n"),
                Reply("Saved the note."), Reply("Still here.")]
     with FakeModelServer(replies) as server:
-        env = cli_env(tmp_path, server.openai_url, TERM="xterm", COLUMNS="200", LINES="50",
-                      NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1")
-        child = pexpect.spawn(sys.executable, ["-m", "fencecall.cli.main", "--model", "local/m",
-                                               "--name", "chat1", "--workspace", str(workspace)],
-                              env=env, encoding="utf-8", timeout=30, dimensions=(50, 200))
+        child = chat(tmp_path, server.openai_url, "--name", "chat1", "--workspace",
+                     str(workspace))
         try:
             child.expect("Ctrl-D to leave")
             child.sendline("please write a note")
@@ -46,13 +52,9 @@ def test_interactive_chat_with_confirmation_and_slash_commands(tmp_path: Path,
 
 def test_mcp_slash_command_shows_the_servers(tmp_path: Path, workspace: Path) -> None:
     with FakeModelServer([Reply("Hello.")]) as server:
-        env = cli_env(tmp_path, server.openai_url, TERM="xterm", COLUMNS="200", LINES="50",
-                      NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1")
-        child = pexpect.spawn(
-            sys.executable, ["-m", "fencecall.cli.main", "--model", "local/m", "--workspace",
-                             str(workspace), "--mcp",
-                             f"time={sys.executable} -m mcp_server_time --local-timezone UTC"],
-            env=env, encoding="utf-8", timeout=60, dimensions=(50, 200))
+        child = chat(tmp_path, server.openai_url, "--workspace", str(workspace), "--mcp",
+                     f"time={sys.executable} -m mcp_server_time --local-timezone UTC",
+                     timeout=60)
         try:
             child.expect("Ctrl-D to leave")
             child.sendline("/mcp")
@@ -69,12 +71,8 @@ def test_compact_slash_command_replaces_older_exchanges_by_a_summary(
                Reply(f"{F}shell\necho two\n{F}\n"), Reply("Second done."),
                Reply("Summary: echoed one and two."), Reply("Third answer.")]
     with FakeModelServer(replies) as server:
-        env = cli_env(tmp_path, server.openai_url, TERM="xterm", COLUMNS="200", LINES="50",
-                      NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1")
-        child = pexpect.spawn(sys.executable, ["-m", "fencecall.cli.main", "--model", "local/m",
-                                               "--name", "long", "-y", "--workspace",
-                                               str(workspace)],
-                              env=env, encoding="utf-8", timeout=30, dimensions=(50, 200))
+        child = chat(tmp_path, server.openai_url, "--name", "long", "-y", "--workspace",
+                     str(workspace))
         try:
             child.expect("Ctrl-D to leave")
             child.sendline("echo one")
@@ -102,11 +100,8 @@ def test_always_allow_adds_the_narrowest_rules_and_the_same_call_is_not_asked_ag
     replies = [Reply(call), Reply(call), Reply(f"{F}shell\ntouch other\n{F}\n"),
                Reply("All ran.")]
     with FakeModelServer(replies) as server:
-        env = cli_env(tmp_path, server.openai_url, TERM="xterm", COLUMNS="200", LINES="50",
-                      NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1")
-        child = pexpect.spawn(sys.executable, ["-m", "fencecall.cli.main", "--model", "local/m",
-                                               "--sandbox", "off", "--workspace", str(workspace)],
-                              env=env, encoding="utf-8", timeout=30, dimensions=(50, 200))
+        child = chat(tmp_path, server.openai_url, "--sandbox", "off", "--workspace",
+                     str(workspace))
         try:
             child.expect("Ctrl-D to leave")
             child.sendline("touch it twice")

@@ -25,7 +25,7 @@ from ._stream_json import (
     failure_event,
     init_event,
     say_json,
-    usage_fields,
+    unbilled_result,
 )
 from .options import overrides_of
 
@@ -63,11 +63,8 @@ def _run(args: argparse.Namespace, text: str, lines: JsonLines, started: float) 
             events(ToolResult(message))
     failed = sum(m.failed for m in results)
     ran = sum(m.call is not None for m in results)
-    lines.write({"type": "result", "subtype": "error_during_execution" if failed else "success",
-                 "is_error": bool(failed),
-                 "duration_ms": round((time.monotonic() - started) * 1000), "num_turns": 0,
-                 "total_cost_usd": 0.0, "usage": usage_fields({}),
-                 "result": f"{ran} call{'s' * (ran != 1)} run, {failed} failed",
-                 "terminal_reason": "failed" if failed else "done",
-                 "exit_code": 1 if failed else 0})
+    lines.write(unbilled_result("error_during_execution" if failed else "success",
+                                f"{ran} call{'s' * (ran != 1)} run, {failed} failed",
+                                1 if failed else 0, started,
+                                terminal_reason="failed" if failed else "done"))
     return 1 if failed else 0

@@ -269,10 +269,17 @@ def result_event(outcome: Outcome, messages: Sequence[Message], started: float,
             "terminal_reason": str(outcome), "exit_code": outcome.exit_code}
 
 
-def failure_event(subtype: str, text: str, exit_code: int, started: float) -> dict[str, Any]:
-    """The ``result`` of a run that could not start or go on (a usage error, a server that
-    failed): the error is its text."""
-    return {"type": "result", "subtype": subtype, "is_error": True,
+def unbilled_result(subtype: str, text: str, exit_code: int, started: float, *,
+                    terminal_reason: str) -> dict[str, Any]:
+    """The ``result`` of a run that asked no model (a saved reply's calls) or could not
+    start or go on (a usage error, a server that failed): nothing spent, no replies."""
+    return {"type": "result", "subtype": subtype, "is_error": exit_code != 0,
             "duration_ms": round((time.monotonic() - started) * 1000), "num_turns": 0,
             "total_cost_usd": 0.0, "usage": usage_fields({}), "result": text,
-            "terminal_reason": subtype.removeprefix("error_"), "exit_code": exit_code}
+            "terminal_reason": terminal_reason, "exit_code": exit_code}
+
+
+def failure_event(subtype: str, text: str, exit_code: int, started: float) -> dict[str, Any]:
+    """The ``result`` of a run that could not start or go on: the error is its text."""
+    return unbilled_result(subtype, text, exit_code, started,
+                           terminal_reason=subtype.removeprefix("error_"))

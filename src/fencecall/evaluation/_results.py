@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 ErrorKind = Literal["task", "build", "environment", "agent", "verifier"]
-ERROR_KINDS: tuple[ErrorKind, ...] = ("task", "build", "environment", "agent", "verifier")
+ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
 """Where a trial could not run: its task.toml or env (task), its image (build), its
 container (environment), the agent (it could not start, or its model failed), the verifier
 (no reward)."""
