@@ -7,11 +7,15 @@ builds it where the machine has none; builds are never timed):
    block: parse, confirmation, the persistent shell, the result's formatting), in a session
    whose shell is already running: in a container (a :class:`ContainerEnvironment` of the
    base image), in bwrap (the default sandbox, ``workspace-write``) and on the host (sandbox
-   off); ``echo hi`` and a small file write ``echo x > f``. After untimed warm-up calls the
-   six cases take turns, one call of each per round (:func:`benchmarks.timing.compare`), so
-   drift on a busy machine hits them alike; median and fastest per call, and the ratios
-   container/bwrap and bwrap/host of the medians of this one run. The issue's target: a
-   container call at most :data:`CALL_TARGET` x a bwrap call.
+   off); ``echo hi``, ``printf 'hi\n'`` and a small file write ``echo x > f``. In bwrap a
+   command the classifier calls read-only (``echo hi``) runs unasked in a one-shot read-only
+   sandbox, not in the persistent shell (the ``how`` column), so ``printf`` is there as the
+   same output through the persistent shell. After untimed warm-up calls the cases take
+   turns, one call of each per round (:func:`benchmarks.timing.compare`), so drift on a busy
+   machine hits them alike; median and fastest per call, and the ratios container/bwrap,
+   bwrap/host and container/host of the medians (and of the fastest) of this one run. The
+   issue's target: a container call at most :data:`CALL_TARGET` x a bwrap call, judged on
+   the commands that run in bwrap's persistent shell.
 2. **A container's life**: :meth:`ContainerEnvironment.start` (with the podman commands it
    runs, timed one by one), the first shell call of a new session in it (the session made,
    its shell started in the container, the call), the session's close, and
@@ -23,7 +27,9 @@ builds it where the machine has none; builds are never timed):
    that solve the task, then the answer) and the oracle (``solve.sh``). A level runs
    ``--waves`` x concurrency trials (at least one per task, rounded up to a whole number per
    task); every trial must be graded 1, with no build. Per level: trials a minute, the
-   median and fastest trial's own wall time, fencecall's CPU per trial (``getrusage``
+   median and fastest trial's own wall time, the median agent's and verifier's time and the
+   rest (the trial's wall time less those two: its container's start, the logs copied out,
+   its removal), fencecall's CPU per trial (``getrusage``
    RUSAGE_SELF over the run: the event loop and its worker threads) and its reaped
    children's (RUSAGE_CHILDREN: the podman CLI processes, and what they waited for; conmon
    and the containers' own processes are not fencecall's children and are not counted).
@@ -74,6 +80,7 @@ from fencecall.evaluation import EvalOptions, ModelAgents, TrialResult, run_eval
 from fencecall.execution import Session, auto_yes
 from fencecall.sandbox import sandbox_support
 from fencecall.tools import Toolchain
+from fencecall.tools.runtime.shell_policy import is_read_only
 
 from . import eval_tasks, fast_model_server
 from .timing import compare
@@ -82,7 +89,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"
 CALL_TARGET = 1.5
 """A container's shell call may take at most this many times a bwrap one (the issue's)."""
-COMMANDS = ("echo hi", "echo x > f")
+COMMANDS = ("echo hi", "printf 'hi\\n'", "echo x > f")
 WARM_CALLS = 3
 """Untimed calls per case before the timed rounds (the first starts the shell)."""
 
@@ -108,6 +115,14 @@ def call(session: Session, command: str) -> str:
     if "Exit code: 0" not in said.content:
         raise AssertionError(f"{command!r} failed: {said.content}")
     return said.content
+
+
+def how(place: str, command: str) -> str:
+    """How the shell tool runs ``command`` there (as
+    :func:`fencecall.tools.builtin.shell.runs_read_only` decides)."""
+    if place == "bwrap" and is_read_only(command):
+        return "one-shot read-only bwrap"
+    return "persistent shell"
 
 
 def places() -> list[str]:
@@ -144,8 +159,8 @@ def call_rows(cli: ContainerCli, image: str, root: Path, runs: int
         timings = compare(cases, budget=0.0, min_runs=runs, max_runs=runs)
     rows: list[dict[str, Any]] = [
         {"place": case.partition(": ")[0], "command": case.partition(": ")[2],
-         "median ms": round(t.median * 1000, 3), "min ms": round(t.min * 1000, 3),
-         "runs": t.runs} for case, t in timings.items()]
+         "how": how(*case.split(": ", 1)), "median ms": round(t.median * 1000, 3),
+         "min ms": round(t.min * 1000, 3), "runs": t.runs} for case, t in timings.items()]
     ratios = []
     for command in COMMANDS:
         by = {row["place"]: row for row in rows if row["command"] == command}
@@ -300,6 +315,7 @@ def evaluation(bench: TrialBench, agent: str, concurrency: int, per_task: int, n
             "server CPU s": served_after["cpu_s"] - served["cpu_s"],
             "trial wall s": sorted(r.wall_s for r in results),
             "agent s": sorted(r.agent_s for r in results),
+            "container s": sorted(r.wall_s - r.agent_s - r.verifier_s for r in results),
             "verifier s": sorted(r.verifier_s for r in results),
             "images built": sum(r.image_built for r in results),
             "build s": sum(r.build_s for r in results)}
@@ -316,6 +332,7 @@ def trial_row(bench: TrialBench, agent: str, concurrency: int, waves: int) -> di
             "trial wall s (min)": round(run["trial wall s"][0], 2),
             "agent s (median)": round(statistics.median(run["agent s"]), 2),
             "verifier s (median)": round(statistics.median(run["verifier s"]), 2),
+            "rest s (median)": round(statistics.median(run["container s"]), 2),
             "fencecall CPU ms/trial": round(1000 * run["fencecall CPU s"] / count, 1),
             "podman CLI CPU ms/trial": round(1000 * run["children CPU s"] / count, 1),
             "run": {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()}}
@@ -372,14 +389,15 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def targets(ratios: Sequence[dict[str, Any]]) -> str:
-    """The issue's target, judged on this run's medians."""
+    """The issue's target, judged on this run's medians of the commands that run in bwrap's
+    persistent shell (a read-only one pays for a new sandbox there, not in a container)."""
     said = [f"container/bwrap {r['container/bwrap']:.2f}x for `{r['command']}` "
             f"({'met' if r['container/bwrap'] <= CALL_TARGET else 'missed'})"
-            for r in ratios if "container/bwrap" in r]
+            for r in ratios if "container/bwrap" in r and not is_read_only(r["command"])]
     if not said:
         return "Targets: bwrap does not run here, so container/bwrap was not measured."
-    return (f"Targets: a container's shell call at most {CALL_TARGET:g}x a bwrap call: "
-            + "; ".join(said) + ".")
+    return (f"Targets: a container's shell call at most {CALL_TARGET:g}x a bwrap call "
+            "(persistent shells): " + "; ".join(said) + ".")
 
 
 def leftovers(cli: ContainerCli) -> list[str]:
