@@ -26,15 +26,19 @@ builds it where the machine has none; builds are never timed):
    agent against :mod:`benchmarks.fast_model_server` (``--delay`` per reply; two shell calls
    that solve the task, then the answer) and the oracle (``solve.sh``). A level runs
    ``--waves`` x concurrency trials (at least one per task, rounded up to a whole number per
-   task); every trial must be graded 1, with no build. Per level: trials a minute, the
-   median and fastest trial's own wall time, the median agent's and verifier's time and the
-   rest (the trial's wall time less those two: its container's start, the logs copied out,
-   its removal), fencecall's CPU per trial (``getrusage``
-   RUSAGE_SELF over the run: the event loop and its worker threads) and its reaped
-   children's (RUSAGE_CHILDREN: the podman CLI processes, and what they waited for; conmon
-   and the containers' own processes are not fencecall's children and are not counted).
-   Untimed first: one oracle trial of every task (building the images a machine lacks) and
-   one model trial.
+   task; with the default single wave a level's trials all start at once, which a long
+   evaluation's do not); every trial must be graded 1, with no build. Per level: trials a
+   minute, the median and fastest trial's own wall time, the median agent's and verifier's
+   time and the rest (the trial's wall time less those two: its container's start, the
+   logs copied out, its removal), fencecall's CPU per trial (``getrusage`` RUSAGE_SELF over
+   the run: the event loop and its worker threads) and its reaped children's
+   (RUSAGE_CHILDREN: the podman CLI processes, and what they waited for; conmon and the
+   containers' own processes are not fencecall's children and are not counted), and the
+   podman commands per trial run through :meth:`ContainerCli.call` (all but the persistent
+   shell's ``podman exec`` and :meth:`ContainerEnvironment.exec`'s), each agent's first
+   level broken down by subcommand. Untimed first: one trial of every task by the first
+   agent (building the images a machine lacks), and one model trial where that was not
+   the model.
 
 Prints markdown tables headed by the machine and date, and writes the raw numbers to
 ``benchmarks/results/environments-<UTC time>.json``. Every container this process started
@@ -300,7 +304,7 @@ def evaluation(bench: TrialBench, agent: str, concurrency: int, per_task: int, n
     served = fast_model_server.stats(bench.url)
     gc.collect()
     before = cpu()
-    with ResultFile(folder / "results.jsonl") as out:
+    with ResultFile(folder / "results.jsonl") as out, podman_calls() as commands:
         began = time.perf_counter()
         results = run_eval(tasks, options, out)
         wall = time.perf_counter() - began
@@ -315,10 +319,20 @@ def evaluation(bench: TrialBench, agent: str, concurrency: int, per_task: int, n
             "server CPU s": served_after["cpu_s"] - served["cpu_s"],
             "trial wall s": sorted(r.wall_s for r in results),
             "agent s": sorted(r.agent_s for r in results),
-            "container s": sorted(r.wall_s - r.agent_s - r.verifier_s for r in results),
+            "rest s": sorted(r.wall_s - r.agent_s - r.verifier_s for r in results),
             "verifier s": sorted(r.verifier_s for r in results),
             "images built": sum(r.image_built for r in results),
-            "build s": sum(r.build_s for r in results)}
+            "build s": sum(r.build_s for r in results), "podman calls": len(commands),
+            "podman commands": by_command(commands)}
+
+
+def by_command(commands: Sequence[tuple[str, float]]) -> dict[str, dict[str, float]]:
+    """Each podman subcommand's count, median and total seconds."""
+    found: dict[str, list[float]] = {}
+    for name, seconds in commands:
+        found.setdefault(name, []).append(seconds)
+    return {name: {"calls": len(times), "median s": round(statistics.median(times), 4),
+                   "total s": round(sum(times), 3)} for name, times in found.items()}
 
 
 def trial_row(bench: TrialBench, agent: str, concurrency: int, waves: int) -> dict[str, Any]:
@@ -332,20 +346,39 @@ def trial_row(bench: TrialBench, agent: str, concurrency: int, waves: int) -> di
             "trial wall s (min)": round(run["trial wall s"][0], 2),
             "agent s (median)": round(statistics.median(run["agent s"]), 2),
             "verifier s (median)": round(statistics.median(run["verifier s"]), 2),
-            "rest s (median)": round(statistics.median(run["container s"]), 2),
+            "rest s (median)": round(statistics.median(run["rest s"]), 2),
             "fencecall CPU ms/trial": round(1000 * run["fencecall CPU s"] / count, 1),
             "podman CLI CPU ms/trial": round(1000 * run["children CPU s"] / count, 1),
+            "podman calls/trial": round(run["podman calls"] / count, 1),
             "run": {k: round(v, 4) if isinstance(v, float) else v for k, v in run.items()}}
 
 
 def trial_rows(bench: TrialBench, agents: Sequence[str], levels: Sequence[int], waves: int
                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Part 3: the untimed warm-up (builds included), then a row per agent and level."""
-    warm = evaluation(bench, "oracle", len(bench.tasks), 1, "warm-oracle", builds=True)
-    if "model" in agents:
+    first = agents[0]
+    warm = evaluation(bench, first, len(bench.tasks), 1, f"warm-{first}", builds=True)
+    if "model" in agents and first != "model":
         evaluation(bench, "model", 1, 1, "warm-model", bench.tasks[:1])
     rows = [trial_row(bench, agent, level, waves) for agent in agents for level in levels]
     return rows, {"images built": warm["images built"], "build s": round(warm["build s"], 1)}
+
+
+def command_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The podman commands (through :meth:`ContainerCli.call`) per trial of each agent's
+    first level."""
+    found: list[dict[str, Any]] = []
+    agents: set[str] = set()
+    for row in rows:
+        if row["agent"] in agents:
+            continue
+        agents.add(row["agent"])
+        for name, seen in row["run"]["podman commands"].items():
+            found.append({"agent": row["agent"], "concurrency": row["concurrency"],
+                          "podman command": name,
+                          "calls/trial": round(seen["calls"] / row["trials"], 2),
+                          "median ms": round(1000 * seen["median s"], 1)})
+    return found
 
 
 # -------------------------------------------------------------------------------- report
@@ -423,7 +456,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="timed container lives: start, first call, removal (part 2)")
     parser.add_argument("--tasks", type=int, default=4, help="Harbor tasks (part 3)")
     parser.add_argument("--levels", default="1,4,16", help="trial concurrency levels")
-    parser.add_argument("--waves", type=int, default=2,
+    parser.add_argument("--waves", type=int, default=1,
                         help="trials per level: waves x concurrency (at least one per task)")
     parser.add_argument("--agents", default="model,oracle",
                         help="comma-separated: model (the fake server's), oracle")
@@ -431,14 +464,14 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="seconds the fake model server takes per reply")
     parser.add_argument("--parts", default="1,2,3", help="which parts to run")
     parser.add_argument("--smoke", action="store_true",
-                        help="a run under a minute: 30 calls, 2 lives, 2 tasks at "
-                             "concurrency 1 and 4, the model alone")
+                        help="a run under a minute: 30 calls, 1 life, 2 tasks at "
+                             "concurrency 1 and 2, the model alone")
     parser.add_argument("--no-save", action="store_true",
                         help="do not write benchmarks/results/environments-<time>.json")
     args = parser.parse_args(argv)
     if args.smoke:
         args.calls, args.lives, args.tasks, args.levels, args.waves, args.agents = (
-            30, 2, 2, "1,4", 1, "model")
+            30, 1, 2, "1,2", 1, "model")
     if unknown := set(args.agents.split(",")) - {"model", "oracle"}:
         parser.error(f"unknown agent: {', '.join(sorted(unknown))}")
     return args
@@ -472,7 +505,7 @@ def run_parts(args: argparse.Namespace, cli: ContainerCli, image: str, tmp: Path
         print(f"\n## Trials ({len(tasks)} tasks, {args.delay:g} s per model reply, "
               f"{eval_tasks.CALLS} shell calls per model trial)\n\n{table(rows)}\n\n"
               f"Untimed warm-up: {builds['images built']} images built "
-              f"({builds['build s']} s).", flush=True)
+              f"({builds['build s']} s).\n\n{table(command_rows(rows))}", flush=True)
     return report
 
 
