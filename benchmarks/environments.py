@@ -188,6 +188,7 @@ def podman_calls() -> Iterator[list[tuple[str, float]]]:
 
     def timed(self: ContainerCli, *args: str, **options: Any
               ) -> subprocess.CompletedProcess[str]:
+        """The call, timed."""
         started = time.perf_counter()
         try:
             return original(self, *args, **options)
@@ -277,6 +278,8 @@ def models(bench: TrialBench) -> ModelAgents:
 
 def check_trials(results: Sequence[TrialResult], count: int, agent: str,
                  builds: bool = False) -> None:
+    """Every trial graded 1 and, unless ``builds``, on an image that was there: a figure
+    from failed or building trials would measure something else."""
     assert len(results) == count, f"{len(results)} results for {count} trials"
     for result in results:
         assert result.error_kind is None, (result.id, result.error_kind, result.error)
@@ -406,6 +409,7 @@ def machine(cli: ContainerCli) -> dict[str, Any]:
 
 
 def header(about: dict[str, Any], image: str) -> str:
+    """The line that says where and when the numbers were taken (the load above all)."""
     load = " ".join(f"{x:.2f}" for x in about["load average"])
     return (f"Environments benchmark, {about['date']}: {about['cpus']} CPUs "
             f"({about['processor']}, {about['machine']}), load average at start {load}; "
@@ -448,6 +452,7 @@ def leftovers(cli: ContainerCli) -> list[str]:
 
 
 def arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The flags; ``--smoke`` overrides the sizes so a check of the benchmark is quick."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.environments",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200,
@@ -510,6 +515,8 @@ def run_parts(args: argparse.Namespace, cli: ContainerCli, image: str, tmp: Path
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Prints the tables; exits 1 where a container was left behind (then removed), 2
+    where podman cannot run containers here."""
     args = arguments(argv)
     try:
         cli = choose_container_cli("podman")
