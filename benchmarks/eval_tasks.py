@@ -18,8 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from fencecall.environments import ContainerCli
 
 from . import fast_model_server
@@ -50,7 +48,8 @@ SOLVE = "#!/bin/bash\necho 42 > answer.txt\n"
 
 def base_image(cli: ContainerCli) -> str:
     """The tests' base image, built first where this machine has none (about a minute);
-    SystemExit saying why where it cannot be."""
+    SystemExit saying why where it cannot be (the helper skips a test there)."""
+    import pytest
     from tests.containers import BASE_IMAGE, build_base
 
     try:
