@@ -14,6 +14,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..accounting import Account, Estimate, Pricing, Spend, TokenCounter, counter_for
@@ -66,7 +67,7 @@ def environment(settings: RunSettings, config: Config, secrets: Mapping[str, str
     """The run's environment: the workspace made if missing, the roots refused if they hold
     fencecall's home or its configuration file or lie in the home (see :func:`check_apart`),
     and the sandbox chosen (where it cannot run, ``warn`` says the fallback)."""
-    settings.workspace.mkdir(parents=True, exist_ok=True)
+    make_workspace(settings.workspace)
     check_apart(config, [("the workspace", settings.workspace),
                          *(("the --root folder", root) for root in settings.roots[1:])])
     sandbox, warning = choose_sandbox(settings.sandbox, settings.roots,
@@ -74,6 +75,30 @@ def environment(settings: RunSettings, config: Config, secrets: Mapping[str, str
     if warning:
         warn(warning)
     return Environment(settings, dict(secrets), sandbox)
+
+
+_KERNEL_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def make_workspace(folder: Path) -> None:
+    """Make the workspace if only its last folder is missing; refuse one that is a file, a
+    kernel folder (``/proc``, ``/sys``, ``/dev``), or whose parent is missing too: a typo
+    must not make a tree of folders from the root."""
+    real = folder.expanduser().resolve()
+    if any(real.is_relative_to(kernel) for kernel in _KERNEL_FOLDERS):
+        raise ConfigError(f"the workspace {folder} is in a kernel folder ({real}): choose a "
+                          "folder of files")
+    if real.is_dir():
+        return
+    if real.exists():
+        raise ConfigError(f"the workspace {folder} is not a folder")
+    if not real.parent.is_dir():
+        raise ConfigError(f"the workspace {folder} does not exist and neither does its folder "
+                          f"{real.parent}: make it first (mkdir -p) or choose another")
+    try:
+        real.mkdir()
+    except OSError as err:
+        raise ConfigError(f"cannot make the workspace {folder}: {err.strerror}") from None
 
 
 _prepared = environment

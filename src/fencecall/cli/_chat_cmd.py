@@ -21,6 +21,7 @@ from ..config import Config, load_config
 from ..message import Outcome
 from ..providers import ProviderError
 from ._agent_from_flags import Frontend, build_agent
+from ._inputs import piped_prompt
 from ._title import show_running_tools
 from .confirm_prompt import choose_confirm
 from .display import Display
@@ -54,15 +55,15 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, config: Config) -> int:
     console = Console(highlight=False)
     display = Display(console)
+    piped = None if args.prompt or sys.stdin.isatty() else piped_prompt(resuming=bool(args.resume))
     agent = build_agent(args, config, Frontend(choose_confirm(console, yes=args.yes), display))
     outcome = Outcome.DONE
     try:
         if args.prompt:
             outcome = agent.send(" ".join(args.prompt))
-        elif not sys.stdin.isatty():
-            prompt = sys.stdin.read().strip()
-            if prompt:
-                outcome = agent.send(prompt)
+        elif piped is not None:
+            if piped:
+                outcome = agent.send(piped)
             elif agent.conversation.messages:
                 outcome = agent.resume()
         else:

@@ -27,6 +27,7 @@ from ..execution import auto_no, auto_yes
 from ..message import Outcome
 from ..providers import ProviderError
 from ._agent_from_flags import Frontend, build_agent
+from ._inputs import piped_prompt
 from ._stream_json import (
     JsonLines,
     RunEvents,
@@ -78,14 +79,15 @@ def _run(args: argparse.Namespace, config: Config, lines: JsonLines) -> int:
     events = RunEvents(lines, prices, partial=args.include_partial)
     frontend = Frontend(auto_yes if args.yes else auto_no, events, say_json("notice"),
                         say_json("warning"))
+    prompt = None if args.input_format == "stream-json" else " ".join(args.prompt) \
+        if args.prompt else piped_prompt(resuming=bool(args.resume))
     agent = build_agent(args, config, frontend)
     try:
         events.attach(agent.session.toolchain, agent.conversation.name)
         lines.write(init_event(agent.session, f"{agent.provider.name}/{agent.model}",
                                agent.format.name, yes=args.yes))
-        if args.input_format == "stream-json":
+        if prompt is None:
             return _turns(agent, lines, prices, sys.stdin)
-        prompt = " ".join(args.prompt) if args.prompt else sys.stdin.read().strip()
         return _turn(agent, lines, prices, prompt)
     finally:
         agent.session.close()
