@@ -230,7 +230,10 @@ def _add_chat_commands(commands: Commands) -> None:
         description="Chat with a model that uses tools. With PROMPT, work on it and exit.")
     chat.add_argument("prompt", nargs="*", help="run non-interactively on this prompt")
     chat.add_argument("--name", help="name for a new conversation")
-    chat.add_argument("--resume", "-r", metavar="NAME", help="continue a conversation")
+    resume = chat.add_mutually_exclusive_group()
+    resume.add_argument("--resume", "-r", metavar="NAME", help="continue a conversation")
+    resume.add_argument("--continue", "-c", dest="continue_latest", action="store_true",
+                        help="continue the latest conversation")
     _add_model_options(chat)
     _add_output_options(chat)
     chat.add_argument("--autonomous", action=argparse.BooleanOptionalAction, default=None,
@@ -444,5 +447,11 @@ def _add_editor_commands(commands: Commands) -> None:
     _add_tool_options(editors, None)
     editors.set_defaults(handler="fencecall.acp._command:run")
 
-    listing = commands.add_parser("list", help="list saved conversations")
+    listing = commands.add_parser(
+        "list", help="list saved conversations, or delete them",
+        description="The saved conversations, most recently changed first: name, time of the "
+                    "last change, messages and the first prompt.")
+    listing.add_argument("--json", action="store_true", help="one JSON object a line")
+    listing.add_argument("--delete", nargs="+", metavar="NAME",
+                         help="delete these conversations (their logs and files)")
     listing.set_defaults(handler="fencecall.cli._chat_cmd:list_conversations")

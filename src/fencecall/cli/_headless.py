@@ -26,7 +26,7 @@ from ..errors import UserError
 from ..execution import auto_no, auto_yes
 from ..message import Outcome
 from ..providers import ProviderError
-from ._agent_from_flags import Frontend, build_agent
+from ._agent_from_flags import Frontend, build_agent, settle_resume
 from ._inputs import piped_prompt
 from ._stream_json import (
     JsonLines,
@@ -79,6 +79,7 @@ def _run(args: argparse.Namespace, config: Config, lines: JsonLines) -> int:
     events = RunEvents(lines, prices, partial=args.include_partial)
     frontend = Frontend(auto_yes if args.yes else auto_no, events, say_json("notice"),
                         say_json("warning"))
+    settle_resume(args, config)
     prompt = None if args.input_format == "stream-json" else " ".join(args.prompt) \
         if args.prompt else piped_prompt(resuming=bool(args.resume))
     agent = build_agent(args, config, frontend)
