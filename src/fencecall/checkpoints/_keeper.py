@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -153,15 +153,7 @@ class Checkpoints:
 
     def turns(self, messages: Sequence[Message]) -> list[Turn]:
         """The conversation's turns, with the checkpoints recorded for each."""
-        recorded = self._records()
-        found: list[Turn] = []
-        for index, message in enumerate(messages):
-            if message.role != "user":
-                continue
-            names = recorded.get((index, message.timestamp.isoformat()), {})
-            found.append(Turn(len(found) + 1, index, message.content, names.get("before"),
-                              names.get("after"), names.get("after") or names.get("last")))
-        return found
+        return turns(messages, self._records())
 
     def _records(self) -> dict[tuple[int, str], dict[str, str]]:
         try:
@@ -214,6 +206,20 @@ class Checkpoints:
             self._write({"rewound": self.store.save(plan.now),
                          "to": self.store.save(plan.target)})
             return restore(self.workspace, self.store, plan.now, plan.target)
+
+
+def turns(messages: Sequence[Message],
+          recorded: Mapping[tuple[int, str], Mapping[str, str]] | None = None) -> list[Turn]:
+    """The turns of ``messages``, with the checkpoints ``recorded`` for each (by message
+    index and time: see :class:`Checkpoints`)."""
+    found: list[Turn] = []
+    for index, message in enumerate(messages):
+        if message.role != "user":
+            continue
+        names = (recorded or {}).get((index, message.timestamp.isoformat()), {})
+        found.append(Turn(len(found) + 1, index, message.content, names.get("before"),
+                          names.get("after"), names.get("after") or names.get("last")))
+    return found
 
 
 def _current_turn(history: Sequence[Message]) -> tuple[int, str] | None:
