@@ -53,7 +53,8 @@ def _undo(agent: Agent, display: Display, arg: str) -> None:
         have = (f"there {'is' if len(found) == 1 else 'are'} only {len(found)}" if found
                 else "there are none yet")
         all_of = f"; /undo {len(found)} undoes them all" if found else ""
-        display.console.print(f"Nothing was undone: you asked to undo {count} turns, but "
+        display.console.print(f"Nothing was undone: you asked to undo {count} "
+                              f"turn{'' if count == 1 else 's'}, but "
                               f"{have}{all_of} (/rewind lists them).", markup=False)
         return
     _go_back(agent, display, len(found) - count + 1)
