@@ -100,6 +100,7 @@ class Checkpoints:
         self._log = folder / LOG
         self._open: tuple[int, str] | None = None
         self._off: str | None = None
+        self._last: tuple[Manifest, str] | None = None
         self._lock = threading.Lock()
 
     def install(self, hooks: HookRegistry) -> None:
@@ -124,7 +125,7 @@ class Checkpoints:
         """Record the workspace as it is, as a checkpoint of ``turn`` (message index and
         time); the checkpoint's name."""
         with self._lock:
-            name = self.store.save(self._scanner.scan())
+            name = self._save(self._scanner.scan())
             self._write({"turn": turn[0], "stamp": turn[1], "checkpoint": name})
             self._open = turn
             return name
@@ -136,11 +137,18 @@ class Checkpoints:
             if turn is None or self._off is not None:
                 return
             try:
-                name = self.store.save(self._scanner.scan())
+                name = self._save(self._scanner.scan())
+                self._scanner.save_cache()
             except OSError as err:
                 self._off = str(err)
                 return
             self._write({"turn": turn[0], "stamp": turn[1], "after": name})
+
+    def _save(self, manifest: Manifest) -> str:
+        """Keep ``manifest``; its name (the last one's, where nothing changed since)."""
+        if self._last is None or self._last[0] != manifest:
+            self._last = manifest, self.store.save(manifest)
+        return self._last[1]
 
     def _write(self, record: dict[str, Any]) -> None:
         record["time"] = datetime.now(UTC).isoformat()

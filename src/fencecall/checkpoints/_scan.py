@@ -65,7 +65,7 @@ class Scanner:
         self.max_file = max_file
         self.max_new = max_new
         self._excluded = {(info.st_dev, info.st_ino) for info in map(_stat, excluded) if info}
-        self._cache = store.load_cache()
+        self._cache = self._saved = store.load_cache()
 
     def scan(self) -> Manifest:
         """The workspace's state now, its new contents kept in the store."""
@@ -79,10 +79,14 @@ class Scanner:
             self._folder(root, "", Ignores(), scan, 0)
         finally:
             os.close(root)
-        if scan.cache != self._cache:
-            self._cache = scan.cache
-            self.store.save_cache(scan.cache)
+        self._cache = scan.cache
         return Manifest(scan.entries, scan.skipped)
+
+    def save_cache(self) -> None:
+        """Keep the stat cache for the next process (a resumed conversation's)."""
+        if self._cache != self._saved:
+            self.store.save_cache(self._cache)
+            self._saved = self._cache
 
     def _folder(self, fd: int, prefix: str, ignores: Ignores, scan: _Scan, depth: int) -> None:
         ignores = ignores.below(prefix, _gitignore(fd))

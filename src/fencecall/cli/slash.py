@@ -68,10 +68,13 @@ def _rewind(agent: Agent, display: Display, arg: str) -> None:
     if not arg:
         for line in turn_lines(found):
             display.console.print(visible_text(line))
-        arg = _ask(display, f"Go back to before which turn? (1-{len(found)}, Enter: "
-                            "none) ").strip()
-        if not arg:
+        answer = _ask(display, f"Go back to before which turn? (1-{len(found)}, Enter: "
+                               "none) ")
+        if answer is None:
+            display.console.print("/rewind TURN goes back to before that turn.", markup=False)
+        if not answer or not answer.strip():
             return
+        arg = answer.strip()
     if not arg.isdigit() or not 1 <= int(arg) <= len(found):
         display.console.print(f"usage: /rewind [TURN], a turn from 1 to {len(found)}",
                               markup=False)
@@ -81,14 +84,18 @@ def _rewind(agent: Agent, display: Display, arg: str) -> None:
 
 def _go_back(agent: Agent, display: Display, number: int) -> None:
     def overwrite(paths: list[str]) -> bool:
-        return _ask(display, edited_question(paths)).strip().lower() in ("y", "yes")
+        answer = _ask(display, edited_question(paths))
+        return answer is not None and answer.strip().lower() in ("y", "yes")
 
     for line in go_back(agent.conversation, agent.session.checkpoints, number, overwrite):
         display.console.print(visible_text(line))
 
 
-def _ask(display: Display, question: str) -> str:
-    """The person's answer (end of input: none)."""
+def _ask(display: Display, question: str) -> str | None:
+    """The person's answer (end of input: empty); None where nobody can be asked here (an
+    editor's session, whose input is the protocol)."""
+    if not display.console.is_terminal:
+        return None
     try:
         return display.console.input(visible_text(question))
     except EOFError:
