@@ -102,3 +102,42 @@ def test_a_git_checkout_by_the_model_is_undone_and_git_is_not_touched(
     assert (workspace / "f.txt").read_text() == "work in progress\n"
     assert {p: p.read_bytes() for p in (workspace / ".git").rglob("*") if p.is_file()} \
         == git_files
+
+
+def test_a_file_not_kept_is_said_once_and_left_by_the_rewind(tmp_path: Path,
+                                                             workspace: Path) -> None:
+    (workspace / "big.bin").write_bytes(b"x" * 300)
+    replies = [f"{F}shell\necho y > big.bin && echo new > small.txt\n{F}\n",
+               f"{F}shell\ntrue\n{F}\n", "Done."]
+    with tool_session(workspace, ["shell"], sandbox="off") as session:
+        session.checkpoints = Checkpoints(tmp_path / "kept", workspace, max_file=200)
+        session.checkpoints.install(session.hooks)
+        talk = agent(session, tmp_path / "home", *replies)
+        talk.send("change them")
+        notes = [m.content for m in talk.conversation.messages if m.content.startswith("Not")]
+        assert notes == ["Not kept in the workspace's checkpoint, so an undo leaves them as "
+                         "they are: big.bin (300 bytes, over the 200 bytes a file may have)."]
+        plan = session.checkpoints.plan(talk.conversation.messages, 1)
+        assert plan.not_kept == {"big.bin": "300 bytes, over the 200 bytes a file may have"}
+        assert [str(change) for change in plan.changes] == ["removed small.txt"]
+        session.checkpoints.apply(plan)
+    assert (workspace / "big.bin").read_bytes() == b"y\n"
+    assert not (workspace / "small.txt").exists()
+
+
+def test_a_workspace_too_big_gets_no_checkpoints_and_says_so(tmp_path: Path,
+                                                             workspace: Path) -> None:
+    for index in range(5):
+        (workspace / f"f{index}").write_text("")
+    with tool_session(workspace, ["shell"], sandbox="off") as session:
+        session.checkpoints = Checkpoints(tmp_path / "kept", workspace, max_entries=3)
+        session.checkpoints.install(session.hooks)
+        talk = agent(session, tmp_path / "home", f"{F}shell\ntouch g\n{F}\n",
+                     f"{F}shell\ntouch h\n{F}\n", "Done.")
+        talk.send("touch")
+        said = [m.content for m in talk.conversation.messages if "checkpoints" in m.content]
+        [turn] = session.checkpoints.turns(talk.conversation.messages)
+    assert said == [f"No checkpoints of the workspace are kept from now on ({workspace} "
+                    "holds more than 3 files and folders (not ignored)); /undo and /rewind "
+                    "will not restore files."]
+    assert turn.before is None and (workspace / "h").exists()

@@ -33,7 +33,7 @@ from ..tools.hook_points import TOOL_PRE_EXECUTE, ToolPreExecute
 from ..tools.runtime.shell_policy import is_read_only
 from ..tools.spec import Hint
 from ._restore import Change, changes, restore
-from ._scan import Scanner
+from ._scan import MAX_ENTRIES, MAX_FILE, Scanner
 from ._store import Manifest, Store
 
 PRIORITY = -100_000
@@ -89,18 +89,23 @@ def can_write(invocation: ToolInvocation) -> bool:
 
 class Checkpoints:
     """The checkpoints of the workspace ``workspace`` kept in ``folder`` (a conversation's;
-    fencecall's folders inside the workspace are never recorded)."""
+    it and the ``excluded`` folders, fencecall's, are never recorded). A file over
+    ``max_file`` bytes is not kept; a workspace of more than ``max_entries`` paths gets no
+    checkpoints (see :mod:`._scan`)."""
 
-    def __init__(self, folder: Path, workspace: Path, *,
-                 excluded: tuple[Path, ...] = ()) -> None:
+    def __init__(self, folder: Path, workspace: Path, *, excluded: tuple[Path, ...] = (),
+                 max_file: int = MAX_FILE, max_entries: int = MAX_ENTRIES) -> None:
         self.folder = folder
         self.workspace = workspace
         self.store = Store(folder)
-        self._scanner = Scanner(workspace, self.store, excluded=(folder, *excluded))
+        self._scanner = Scanner(workspace, self.store, excluded=(folder, *excluded),
+                                max_file=max_file, max_entries=max_entries)
         self._log = folder / LOG
         self._open: tuple[int, str] | None = None
         self._off: str | None = None
         self._last: tuple[Manifest, str] | None = None
+        self._told: set[str] = set()
+        """The paths not kept that the conversation was told of."""
         self._lock = threading.Lock()
 
     def install(self, hooks: HookRegistry) -> None:
@@ -119,7 +124,15 @@ class Checkpoints:
             self._off = str(err)
             return (f"No checkpoints of the workspace are kept from now on ({err}); /undo "
                     "and /rewind will not restore files.")
-        return None
+        skipped = self._last[0].skipped if self._last is not None else {}
+        new = {path: why for path, why in skipped.items() if path not in self._told}
+        self._told |= new.keys()
+        if not new:
+            return None
+        listed = "; ".join(f"{path} ({why})" for path, why in sorted(new.items())[:10])
+        more = f"; and {len(new) - 10} more" if len(new) > 10 else ""
+        return (f"Not kept in the workspace's checkpoint, so an undo leaves them as they "
+                f"are: {listed}{more}.")
 
     def record(self, turn: tuple[int, str]) -> str:
         """Record the workspace as it is, as a checkpoint of ``turn`` (message index and
@@ -202,8 +215,7 @@ class Checkpoints:
             end = self.store.load(done.last or "")
             begin = now if started is None else self.store.load(started.before or "")
             edited |= {change.path for change in changes(end, begin)} & touched
-        not_kept = {path: why for path, why in {**target.skipped, **now.skipped}.items()
-                    if now.entries.get(path) != target.entries.get(path)}
+        not_kept = {**target.skipped, **now.skipped}
         return Plan(turn, count, steps, sorted(edited), not_kept, now, target)
 
     def apply(self, plan: Plan) -> list[str]:

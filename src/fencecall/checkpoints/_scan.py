@@ -31,6 +31,8 @@ MAX_NEW = 256 * 2**20
 MAX_ENTRIES = 100_000
 """Paths a workspace may hold for checkpoints to be kept of it (past it, none are)."""
 MAX_DEPTH = 200
+MAX_GITIGNORE = 2**20
+"""Bytes of a ``.gitignore`` read at most."""
 RACY_NS = 100_000_000
 """A file changed less than this before a scan is hashed again at the next."""
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -148,11 +150,14 @@ class Scanner:
                                   "a file may have")
             return
         try:
-            data = _read(fd, name)
+            data = _read(fd, name, self.max_file + 1)
         except FileNotFoundError:
             return
         except PermissionError:
             scan.skipped[path] = "a file that cannot be read"
+            return
+        if len(data) > self.max_file:  # it grew while it was read
+            scan.skipped[path] = f"over the {_size(self.max_file)} a file may have"
             return
         name_ = digest(data)
         if not self.store.has_blob(name_):
@@ -166,20 +171,20 @@ class Scanner:
         scan.cache[path] = [*key, name_, info.st_mtime_ns < scan.started - RACY_NS]
 
 
-def _read(fd: int, name: str) -> bytes:
-    """The bytes of the regular file ``name`` in the folder ``fd`` (a link is not followed,
-    a FIFO put there meanwhile not waited on)."""
+def _read(fd: int, name: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular file ``name`` in the folder ``fd`` (a link is
+    not followed, a FIFO put there meanwhile not waited on)."""
     opened = os.open(name, _FILE, dir_fd=fd)
     with os.fdopen(opened, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise FileNotFoundError(errno.ENOENT, "no longer a regular file", name)
-        return handle.read()
+        return handle.read(limit)
 
 
 def _gitignore(fd: int) -> str | None:
     """The text of the folder's own ``.gitignore`` (a regular file, not a link), if any."""
     try:
-        data = _read(fd, GITIGNORE)
+        data = _read(fd, GITIGNORE, MAX_GITIGNORE)
     except OSError:
         return None
     return data.decode("utf-8", errors="replace")

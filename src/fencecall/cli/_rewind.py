@@ -47,15 +47,19 @@ def go_back(conversation: Conversation, checkpoints: Checkpoints | None, number:
             overwrite: Overwrite) -> list[str]:
     """Take ``conversation`` (and the workspace) back to before turn ``number``; what to
     tell the person."""
-    if checkpoints is None:
-        found = turns(conversation.messages)
-        plan = Plan(found[number - 1], len(conversation.messages) - found[number - 1].index)
-    else:
-        plan = checkpoints.plan(conversation.messages, number)
-    if plan.edited and not overwrite(plan.edited):
-        return [f"Nothing was changed: {_listed(plan.edited)} changed since fencecall "
-                "recorded them."]
-    problems = checkpoints.apply(plan) if checkpoints is not None else []
+    try:
+        if checkpoints is None:
+            found = turns(conversation.messages)
+            plan = Plan(found[number - 1],
+                        len(conversation.messages) - found[number - 1].index)
+        else:
+            plan = checkpoints.plan(conversation.messages, number)
+        if plan.edited and not overwrite(plan.edited):
+            return [f"Nothing was changed: {_listed(plan.edited)} changed since fencecall "
+                    "recorded them."]
+        problems = checkpoints.apply(plan) if checkpoints is not None else []
+    except OSError as err:  # the workspace or the store cannot be read
+        return [f"Nothing was changed: {err}"]
     removed = conversation.undo(plan.messages)
     lines = [f"Went back to before turn {number}: removed {len(removed)} "
              f"message{'' if len(removed) == 1 else 's'}."]
@@ -67,8 +71,10 @@ def go_back(conversation: Conversation, checkpoints: Checkpoints | None, number:
     else:
         lines.append("No file changes to undo.")
     if plan.not_kept:
+        kept_out = sorted(plan.not_kept.items())
         lines.append("Left as they are (not kept in the checkpoints):")
-        lines += [f"  {path}: {why}" for path, why in sorted(plan.not_kept.items())]
+        lines += [f"  {path}: {why}" for path, why in kept_out[:10]]
+        lines += [f"  and {len(kept_out) - 10} more"] if len(kept_out) > 10 else []
     if problems:
         lines.append("Could not be put back:")
         lines += [f"  {problem}" for problem in problems]
