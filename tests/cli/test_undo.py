@@ -4,14 +4,22 @@ local scripted model server: files come back byte for byte, and a hand edit is a
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
 
 import pexpect
+from rich.console import Console
+
+from fencecall.agent import Agent, AgentSettings, Conversation
+from fencecall.cli.display import Display
+from fencecall.cli.slash import run_slash
+from fencecall.providers import ScriptedProvider
+from fencecall.providers._scripted import ScriptedReply
 
 from ..fakeserver import FakeModelServer, Reply
-from ..support import F
+from ..support import F, tool_session
 from .conftest import cli_env
 from .test_interactive import chat
 
@@ -115,3 +123,25 @@ def test_fencecall_rewind_lists_refuses_a_hand_edit_and_forces(tmp_path: Path,
     assert (workspace / "a.txt").read_bytes() == A_BEFORE
     assert (workspace / "b.txt").read_bytes() == B_BEFORE
     assert "has no turns" in fencecall("rewind", "done").stdout
+
+
+def test_without_a_terminal_nothing_is_asked_and_a_hand_edit_is_kept(
+        tmp_path: Path, workspace: Path) -> None:
+    """As in an editor's session, whose input is the protocol: /rewind lists the turns and
+    says how to choose one, and a file changed by hand is not overwritten."""
+    prepare(workspace)
+    with tool_session(workspace, ["save", "shell"], sandbox="off") as session:
+        provider = ScriptedProvider([ScriptedReply(reply.text) for reply in replies_of_a_turn()])
+        agent = Agent(provider, "m", session, Conversation.create(tmp_path / "home", "ed"),
+                      AgentSettings(checkpoints=True))
+        agent.send("change both files")
+        (workspace / "a.txt").write_text("edited by hand\n")
+        output = io.StringIO()
+        display = Display(Console(file=output, width=100, color_system=None))
+        run_slash("/rewind", agent, display)
+        run_slash("/undo", agent, display)
+    assert output.getvalue().splitlines() == [
+        "  1. change both files  (files recorded)",
+        "/rewind TURN goes back to before that turn.",
+        "Nothing was changed: a.txt changed since fencecall recorded them."]
+    assert (workspace / "a.txt").read_text() == "edited by hand\n"
