@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.agent import Agent, AgentSettings, Conversation
-from fencecall.checkpoints import Checkpoints
+from fencecall.checkpoints import Checkpoints, recorded_workspace
 from fencecall.execution import Session
 from fencecall.providers import ScriptedProvider
 from fencecall.providers._scripted import ScriptedReply
@@ -141,3 +141,21 @@ def test_a_workspace_too_big_gets_no_checkpoints_and_says_so(tmp_path: Path,
                     "holds more than 3 files and folders (not ignored)); /undo and /rewind "
                     "will not restore files."]
     assert turn.before is None and (workspace / "h").exists()
+
+
+def test_checkpoints_of_another_workspace_are_never_put_back(tmp_path: Path,
+                                                             workspace: Path) -> None:
+    """A conversation resumed in another folder: the turns recorded in the first are not
+    restored into it, where they would remove everything they did not record."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "precious.txt").write_text("not the first workspace's")
+    with tool_session(workspace, ["save"], sandbox="off") as session:
+        talk = agent(session, tmp_path / "home", f"{F}save a.txt\nx\n{F}\n", "Done.")
+        talk.send("save")
+        folder = kept(session).folder
+    assert recorded_workspace(folder) == workspace.resolve()
+    [turn] = Checkpoints(folder, elsewhere).turns(talk.conversation.messages)
+    assert turn.before is None
+    plan = Checkpoints(folder, elsewhere).plan(talk.conversation.messages, 1)
+    assert plan.changes == [] and (elsewhere / "precious.txt").exists()

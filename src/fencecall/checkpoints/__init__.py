@@ -10,7 +10,7 @@ steer, never follows a link the model planted, and never touches the workspace's
 A stat cache keeps a checkpoint of a large workspace where little changed fast.
 """
 
-from ._keeper import Checkpoints, Plan, Turn, can_write, turns
+from ._keeper import Checkpoints, Plan, Turn, can_write, recorded_workspace, turns
 from ._restore import Change
 from ._scan import MAX_FILE, MAX_NEW, Scanner, TooManyFiles
 from ._store import Manifest, Store, StoreError
@@ -28,5 +28,6 @@ __all__ = [
     "TooManyFiles",
     "Turn",
     "can_write",
+    "recorded_workspace",
     "turns",
 ]

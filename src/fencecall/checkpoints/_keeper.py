@@ -139,7 +139,8 @@ class Checkpoints:
         time); the checkpoint's name."""
         with self._lock:
             name = self._save(self._scanner.scan())
-            self._write({"turn": turn[0], "stamp": turn[1], "checkpoint": name})
+            self._write({"turn": turn[0], "stamp": turn[1], "checkpoint": name,
+                         "workspace": str(self.workspace)})
             self._open = turn
             return name
 
@@ -155,7 +156,8 @@ class Checkpoints:
             except OSError as err:
                 self._off = str(err)
                 return
-            self._write({"turn": turn[0], "stamp": turn[1], "after": name})
+            self._write({"turn": turn[0], "stamp": turn[1], "after": name,
+                         "workspace": str(self.workspace)})
 
     def _save(self, manifest: Manifest) -> str:
         """Keep ``manifest``; its name (the last one's, where nothing changed since)."""
@@ -164,6 +166,8 @@ class Checkpoints:
         return self._last[1]
 
     def _write(self, record: dict[str, Any]) -> None:
+        """Append ``record`` to the log with one ``write`` (a crash tears one line at most,
+        which reading skips)."""
         record["time"] = datetime.now(UTC).isoformat()
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
         fd = os.open(self._log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -177,13 +181,13 @@ class Checkpoints:
         return turns(messages, self._records())
 
     def _records(self) -> dict[tuple[int, str], dict[str, str]]:
-        try:
-            data = self._log.read_bytes()
-        except FileNotFoundError:
-            return {}
+        """Each turn's checkpoints of this workspace as the log holds them: its first
+        (``before``), its latest (``last``) and its end (``after``, unless a later call of
+        the turn followed it). A checkpoint of another folder (a conversation resumed
+        elsewhere) is never put back here, where it would remove what it did not record."""
         found: dict[tuple[int, str], dict[str, str]] = {}
-        for _, record in read_lines(data).lines:
-            if isinstance(record, str):
+        for record in _log_records(self._log):
+            if record.get("workspace") != str(self.workspace):
                 continue
             turn, stamp = record.get("turn"), record.get("stamp")
             if not isinstance(turn, int) or not isinstance(stamp, str):
@@ -199,9 +203,9 @@ class Checkpoints:
 
     def plan(self, messages: Sequence[Message], number: int) -> Plan:
         """What going back to before turn ``number`` would do (nothing is changed yet)."""
-        turns = self.turns(messages)
-        turn = turns[number - 1]
-        going = [t for t in turns[number - 1:] if t.before is not None]
+        found = self.turns(messages)
+        turn = found[number - 1]
+        going = [t for t in found[number - 1:] if t.before is not None]
         count = len(messages) - turn.index
         if not going:
             return Plan(turn, count)
@@ -226,6 +230,22 @@ class Checkpoints:
             self._write({"rewound": self.store.save(plan.now),
                          "to": self.store.save(plan.target)})
             return restore(self.workspace, self.store, plan.now, plan.target)
+
+
+def _log_records(log: Path) -> list[dict[str, Any]]:
+    try:
+        data = log.read_bytes()
+    except FileNotFoundError:
+        return []
+    return [record for _, record in read_lines(data).lines if not isinstance(record, str)]
+
+
+def recorded_workspace(folder: Path) -> Path | None:
+    """The workspace the latest checkpoint in ``folder`` recorded (None: none did)."""
+    for record in reversed(_log_records(folder / LOG)):
+        if isinstance(workspace := record.get("workspace"), str):
+            return Path(workspace)
+    return None
 
 
 def turns(messages: Sequence[Message],

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from rich.console import Console
 
 from ..agent import Conversation
 from ..agent.loop import CHECKPOINTS
-from ..checkpoints import Checkpoints, Plan, Turn, turns
+from ..checkpoints import Checkpoints, Plan, Turn, recorded_workspace, turns
 from ..config import load_config
 from ..errors import UserError
 from .visible import visible_text
@@ -126,13 +125,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _checkpoints_of(conversation: Conversation) -> Checkpoints | None:
-    """The checkpoints of a conversation on disk, in the workspace its log names."""
+    """The checkpoints of a conversation on disk, in the workspace they recorded (None:
+    none were recorded)."""
     folder = conversation.folder
-    workspace = conversation.settings.get("workspace")
-    if folder is None or not (folder / CHECKPOINTS).is_dir():
+    kept = None if folder is None else folder / CHECKPOINTS
+    workspace = None if kept is None else recorded_workspace(kept)
+    if folder is None or kept is None or workspace is None:
         return None
-    if not isinstance(workspace, str) or not Path(workspace).is_dir():
-        raise UserError(f"conversation {conversation.name} worked in {workspace!r}, which is "
+    if not workspace.is_dir():
+        raise UserError(f"conversation {conversation.name} worked in {workspace}, which is "
                         "not a folder now: its files cannot be put back")
-    return Checkpoints(folder / CHECKPOINTS, Path(workspace).resolve(),
-                       excluded=(folder,))
+    return Checkpoints(kept, workspace, excluded=(folder,))
