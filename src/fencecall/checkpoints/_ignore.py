@@ -8,7 +8,10 @@ repository's ``info/exclude``, which lie outside what the checkpoints record.
 
 from __future__ import annotations
 
-from pathspec import GitIgnoreSpec
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 GITIGNORE = ".gitignore"
 
@@ -25,6 +28,8 @@ class Ignores:
         holds ``text`` (None: it has none)."""
         if text is None:
             return self
+        from pathspec import GitIgnoreSpec  # loaded by the first workspace that has rules
+
         spec = GitIgnoreSpec.from_lines(text.splitlines())
         return Ignores((*self._rules, (folder, spec)))
 
