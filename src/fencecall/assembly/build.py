@@ -220,13 +220,14 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
           sleep: Callable[[float], None] = time.sleep,
           account: Account | None = None, secrets: Mapping[str, str] | None = None,
           tokens: TokenCounter | None = None, executor: Executor | None = None,
-          interruptible: bool = False) -> Agent:
+          interruptible: bool = False, checkpoints: bool = False) -> Agent:
     """The agent loop of a run, its spend counted from now and held to the settings'
     limits, and to a budget shared with other runs (``account``, a batch's) where given;
     ``sleep`` waits out a retry's backoff and a shared budget held by other runs;
     ``secrets`` hold the API keys a token counter may need (default: the environment);
     ``tokens`` is the model's counter where runs share one (default: :func:`counter`);
-    ``executor`` and ``interruptible`` as in :class:`~fencecall.agent.AgentSettings`."""
+    ``executor``, ``interruptible`` and ``checkpoints`` as in
+    :class:`~fencecall.agent.AgentSettings`."""
     from ..agent import Agent, AgentSettings
 
     how = AgentSettings(
@@ -235,7 +236,7 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
         sampling=settings.sampling, compact=settings.compact,
         context_window=settings.context_window, compaction=settings.compaction,
         result_share=settings.result_share, autonomous=settings.autonomous,
-        interruptible=interruptible, sleep=sleep, executor=executor)
+        interruptible=interruptible, sleep=sleep, executor=executor, checkpoints=checkpoints)
     return Agent(model, settings.model_name, run_session, conversation, how, on_event=on_event,
                  counter=tokens or counter(settings, config, secrets),
                  spend=Spend(pricing(settings, model), settings.limits, account=account,
@@ -277,7 +278,8 @@ def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
     """A whole run: the provider, then the :func:`tool_session`, then the conversation
     (``conversation()`` makes or opens it only once the run's environment stands, so a
     refused run leaves no log behind; default: one in memory), then the agent
-    (``interruptible`` as in :class:`~fencecall.agent.AgentSettings`). The tools run in
+    (``interruptible`` as in :class:`~fencecall.agent.AgentSettings`), which keeps
+    checkpoints of the workspace where the conversation has a folder. The tools run in
     ``environment`` where given (see :func:`tool_session`)."""
     secrets = own_secrets(config) if secrets is None else secrets
     model = provider(settings, config, secrets, warn=warn)
@@ -289,4 +291,4 @@ def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
         run_session.close()
         raise
     return agent(settings, config, model, run_session, log, on_event=on_event, secrets=secrets,
-                 interruptible=interruptible)
+                 interruptible=interruptible, checkpoints=True)

@@ -27,8 +27,8 @@ DEFAULT_FORMAT = "markdown"
 """The ``--format`` of ``parse`` and ``run``: the name of :data:`fencecall.parsing.MARKDOWN`
 (written out so that ``--help`` loads no format to learn it; a test checks it)."""
 
-COMMANDS = ("parse", "run", "chat", "list", "stats", "export", "tools", "mcp", "batch", "eval",
-            "acp")
+COMMANDS = ("parse", "run", "chat", "list", "rewind", "stats", "export", "tools", "mcp",
+            "batch", "eval", "acp")
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
 """Strictest first: ``--resume`` restores no policy looser than the one in force."""
@@ -243,6 +243,7 @@ def _add_chat_commands(commands: Commands) -> None:
     _add_tool_options(chat, None)
     chat.set_defaults(handler="fencecall.cli._chat_cmd:run")
 
+    _add_rewind(commands)
     stats = commands.add_parser(
         "stats", help="tool failures, durations, tokens and cost of conversations",
         description="Per tool: calls, failures, denials and p50/p95 duration; per model: "
@@ -259,6 +260,22 @@ def _add_chat_commands(commands: Commands) -> None:
                     "why, and the state of each MCP server.")
     _add_tool_options(tools, None)
     tools.set_defaults(handler="fencecall.cli._tools_cmd:run")
+
+
+def _add_rewind(commands: Commands) -> None:
+    """``rewind``: a conversation and its workspace back to before one of its turns."""
+    rewind = commands.add_parser(
+        "rewind", help="list a conversation's turns, or go back to before one",
+        description="Without TURN, list the turns of CONVERSATION. With TURN, remove that "
+                    "turn and those after it, and put the workspace's files back as they "
+                    "were before it (from the checkpoints recorded before each call that "
+                    "could write). Refuses when a file changed since it was recorded, "
+                    "naming it, unless --force.")
+    rewind.add_argument("conversation", metavar="CONVERSATION")
+    rewind.add_argument("turn", metavar="TURN", nargs="?", type=_at_least(1), default=None)
+    rewind.add_argument("--force", action="store_true",
+                        help="overwrite files changed since they were recorded")
+    rewind.set_defaults(handler="fencecall.cli._rewind:run")
 
 
 def _add_export(commands: Commands) -> None:
