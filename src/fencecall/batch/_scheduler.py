@@ -157,8 +157,7 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
                                          timeout=max(0.0, next_report - loop.time()))
             if loop.time() >= next_report:
                 next_report = loop.time() + REQUESTS_EVERY
-                now = GateStats.total(gate.stats() for gate in runner.gates())
-                if now != requests:
+                if (now := _requests(runner)) != requests:
                     requests = now
                     yield now
             for future in done:
@@ -167,14 +166,18 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
                     finished.append(future.result())
         while finished:  # stopped: what did finish still counts
             yield finished.pop(0)
-        now = GateStats.total(gate.stats() for gate in runner.gates())
-        if now != requests:  # the last word on requests is the end's, not a stale look's
+        if (now := _requests(runner)) != requests:  # the end's word, not a stale look's
             yield now
     finally:
         if stopping is not None:
             stopping.cancel()
         await _stop_all(active, options.grace)
         await runner.aclose()
+
+
+def _requests(runner: TaskRunner) -> GateStats:
+    """The model requests now, every provider's gate together."""
+    return GateStats.total(gate.stats() for gate in runner.gates())
 
 
 async def _stop_all(active: dict[asyncio.Future[Any], _Work], grace: float) -> None:

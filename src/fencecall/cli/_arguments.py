@@ -326,8 +326,7 @@ def _add_batch(commands: Commands) -> None:
                     "again with the same --out to resume: finished tasks are skipped. Nobody "
                     "is asked: with -y every call runs (in the sandbox), without it calls "
                     "that need a yes are declined.")
-    batch.add_argument("tasks", metavar="TASKS", type=_path,
-                       help="the tasks, one JSON a line (- for standard input)")
+    batch.add_argument("tasks", metavar="TASKS", type=_path, help="the tasks (JSONL; - for stdin)")
     batch.add_argument("--out", "-o", type=_path, required=True, metavar="RESULTS",
                        help="results file (JSONL), appended to; its tasks are not run again")
     batch.add_argument("--concurrency", "-j", type=_at_least(1), default=CONCURRENCY,
