@@ -7,17 +7,16 @@ image holds at that folder, so the file tools work on the container's files by d
 on the host, and what they save a command sees at once. A second folder of fencecall's is
 mounted read-only at its own host path, for the scripts the shell sources.
 
-Each long-lived process (a shell, an interpreter) is ``podman exec``'d under the init that
-``--init`` put in the container, run as a subreaper for it alone: what that process starts,
+Each long-lived process (a shell, an interpreter) is ``exec``'d under the init that
+``--init`` put in the container, run as a subreaper for it alone, and gets the descriptors
+it needs by name through a third mounted folder (see :mod:`._handoff`): what it starts,
 orphans included, stays below that init, so stopping the init (SIGSTOP) and then killing
 everything below it by host pid stops all of it. Killing the ``podman exec`` client alone
-would leave it all running.
+would leave it all running. podman and docker take the same path.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 import secrets
 import shutil
 import subprocess
@@ -25,15 +24,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..sandbox import host_program, make_scratch, start_process
+from ..sandbox import make_scratch, start_process
 from ._container_cli import ContainerCli, ContainerError, ContainerUnavailable, choose_container_cli
 from ._environment import Stream
+from ._handoff import Handoff
 from ._namespace import PidNamespace, parent, stop_and_kill
 
 DEFAULT_WORKDIR = "/workspace"
 """The working folder of an image that sets none (its WORKDIR is ``/``, which is not copied
 out)."""
-_BASH = host_program("bash") or "/bin/bash"
 _EXEC_MARK = "FENCECALL_EXEC"
 _SUBREAPER = {"TINI_SUBREAPER": "1"}
 """Where the init is tini rather than catatonit (which is a subreaper whenever it is not
@@ -57,13 +56,16 @@ class ContainerEnvironment:
     one, :meth:`close` removes it."""
 
     def __init__(self, cli: ContainerCli, container: str, workdir: str, files: Path,
-                 scratch: Path):
+                 scratch: Path, handoff: Handoff):
         self.cli = cli
         self.container = container
         self.workdir = workdir
         self.files = files
         self.scratch = scratch
-        self._namespace = PidNamespace(cli.init_pid(container))
+        self._handoff = handoff
+        init = cli.init_pid(container)
+        self._namespace = PidNamespace(init)
+        self._init = cli.init_argv(f"/proc/{init}/root")
         self._programs: dict[str, bool] = {}
         self._closed = False
 
@@ -77,7 +79,6 @@ class ContainerEnvironment:
         empty. No network unless ``network``. ``env`` is the container's environment (a
         task's), which every process run in it starts with."""
         cli = cli or choose_container_cli()
-        cli.require_descriptors()  # now, not at the first shell call
         sweep_once(cli)
         if not cli.image_exists(image):
             raise ContainerUnavailable(f"there is no image {image!r} here: pull or build it "
@@ -89,41 +90,39 @@ class ContainerEnvironment:
         files.mkdir(parents=True, exist_ok=True)
         if not any(files.iterdir()) and (given or workdir != DEFAULT_WORKDIR):
             _fill(cli, image, workdir, files)
-        scratch = make_scratch("container")
+        scratch, handoff = make_scratch("container"), make_scratch("handoff")
         scratch.chmod(0o755)
+        handoff.chmod(0o711)
         try:
             container = cli.start(image, network=network, workdir=workdir, cpus=cpus,
                                   memory_mb=memory_mb, env=env,
-                                  mounts=[(files, workdir, False), (scratch, str(scratch), True)])
+                                  mounts=[(files, workdir, False), (scratch, str(scratch), True),
+                                          (handoff, str(handoff), False)])
+            try:
+                return cls(cli, container, workdir, files, scratch, Handoff(handoff))
+            except BaseException:
+                cli.remove(container)
+                raise
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
-            raise
-        try:
-            return cls(cli, container, workdir, files, scratch)
-        except BaseException:
-            cli.remove(container)
-            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(handoff, ignore_errors=True)
             raise
 
     def spawn(self, argv: Sequence[str], *, fds: Sequence[int] = (),
-                      env: Mapping[str, str] | None = None, stdin: Stream = None,
-                      stdout: Stream = None, stderr: Stream = None) -> subprocess.Popen[bytes]:
-        """See :meth:`~._environment.Environment.spawn`: ``fds`` reach the process through
-        ``podman exec --preserve-fds``, which passes the CLI's descriptors 3, 4, …, so
-        they are put there by a bash that then becomes the CLI."""
-        inner = self.cli.exec_argv(self.container, [*self.cli.init_argv(), *argv],
-                                   interactive=stdin is not None, workdir=self.workdir,
-                                   env={**_SUBREAPER, **(env or {})}, preserve_fds=len(fds))
-        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3 + len(fds)) for fd in fds]
-        moves = " ".join(f"{3 + at}>&{fd} {fd}>&-" for at, fd in enumerate(high))
-        try:
-            return start_process([_BASH, "-c", f"exec {moves}; exec \"$@\"" if moves
-                                  else 'exec "$@"', "bash", *inner],
-                                 stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=high,
+              env: Mapping[str, str] | None = None, stdin: Stream = None,
+              stdout: Stream = None, stderr: Stream = None) -> subprocess.Popen[bytes]:
+        """See :meth:`~._environment.Environment.spawn`: ``fds`` (files, or pipes made by
+        :meth:`pipe`) reach the process by name (see :mod:`._handoff`)."""
+        def run(wrapper: list[str]) -> subprocess.Popen[bytes]:
+            inner = self.cli.exec_argv(self.container, [*self._init, *wrapper, *argv],
+                                       interactive=stdin is not None, workdir=self.workdir,
+                                       env={**_SUBREAPER, **(env or {})})
+            return start_process(inner, stdin=stdin, stdout=stdout, stderr=stderr,
                                  start_new_session=True)
-        finally:
-            for fd in high:
-                os.close(fd)
+        return self._handoff.start(fds, run)
+
+    def pipe(self) -> tuple[int, int]:
+        return self._handoff.pipe()
 
     def host_pids(self, pid: int) -> tuple[int, int] | None:
         found = self._namespace.host_pid(pid)
@@ -139,7 +138,7 @@ class ContainerEnvironment:
     def exec(self, argv: Sequence[str], timeout: float | None = None) -> tuple[int, str, str]:
         mark = f"{_EXEC_MARK}={secrets.token_hex(8)}"
         name, _, value = mark.partition("=")
-        command = self.cli.exec_argv(self.container, [*self.cli.init_argv(), *argv],
+        command = self.cli.exec_argv(self.container, [*self._init, *argv],
                                      workdir=self.workdir, env={**_SUBREAPER, name: value})
         try:
             done = subprocess.run(command, capture_output=True, timeout=timeout)
@@ -160,6 +159,7 @@ class ContainerEnvironment:
         self._closed = True
         self.cli.remove(self.container)
         shutil.rmtree(self.scratch, ignore_errors=True)
+        self._handoff.close()
 
     def __enter__(self) -> ContainerEnvironment:
         return self

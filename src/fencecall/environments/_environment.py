@@ -37,7 +37,13 @@ class Environment(Protocol):
               env: Mapping[str, str] | None = None, stdin: Stream = None,
               stdout: Stream = None, stderr: Stream = None) -> subprocess.Popen[bytes]:
         """Start ``argv`` in the environment, in :attr:`workdir`, under an init of its own
-        that adopts its orphans; ``fds`` are its descriptors 3, 4, … there."""
+        that adopts its orphans; ``fds`` are its descriptors 3, 4, … there: files, or
+        pipes made by :meth:`pipe`. Returns once the process holds them."""
+        ...
+
+    def pipe(self) -> tuple[int, int]:
+        """(read end, write end) of a new pipe whose ends :meth:`spawn` can pass (a pipe
+        of ``os.pipe`` may have no way into the environment)."""
         ...
 
     def host_pids(self, pid: int) -> tuple[int, int] | None:

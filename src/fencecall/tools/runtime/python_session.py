@@ -140,9 +140,14 @@ class PythonSession:
             self._send({"op": "functions", "names": sorted(self._functions)})
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        request_read, self._request_fd = os.pipe()
-        self._reply_fd, reply_write = os.pipe()
+        pipe = os.pipe if self._place is None else self._place.pipe
+        request_read, self._request_fd = pipe()
+        self._reply_fd, reply_write = pipe()
         if self._place is not None:
+            # new files: an unnamed file can be handed into a container once (it is linked
+            # there, which the kernel allows a file made unnamed only once)
+            _capture.close(self._out, self._err)
+            self._out, self._err = _capture.unnamed_file(), _capture.unnamed_file()
             try:
                 return in_environment.spawn_python(self._place, [
                     "python3", "-P", "-u", in_environment.driver_path(self._place, DRIVER),
