@@ -7,6 +7,7 @@ they started, as with podman."""
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.environments import ContainerCli, ContainerEnvironment
+from fencecall.evaluation._container import TrialContainer
 from fencecall.tools.runtime.job_manager import JobManager
 from fencecall.tools.runtime.python_session import PythonSession
 from fencecall.tools.runtime.shell_session import ShellSession
@@ -23,6 +25,7 @@ from ..containers import base_image, docker
 
 __all__ = ["base_image", "docker"]
 
+_FLOOD = 300 * 2**20
 _PROCESSES = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"
 
 
@@ -118,3 +121,22 @@ def test_a_process_that_cannot_open_its_descriptors_is_an_error_not_a_hang(
     finally:
         os.close(read)
         os.close(write)
+
+
+def test_a_flooding_exec_and_a_verifiers_read_are_bounded_and_a_timeout_ends_all(
+        place: ContainerEnvironment, base_image: str) -> None:
+    flood = f"echo first; head -c {_FLOOD} /dev/zero | tr '\\0' x; echo; echo last"
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    code, out, _ = place.exec(["sh", "-c", flood], timeout=120)
+    assert code == 0 and out.startswith("first\n") and out.endswith("\nlast\n")
+    assert len(out) < 2 * 2**20 and f"[... {_FLOOD + 12 - 2**20} bytes cut ...]" in out
+    assert place.exec(["sh", "-c", f"{{ {flood}; }} > /tmp/test-stdout.txt"], timeout=120)[0] == 0
+    # the verifier reads the tests' output through the CLI: its tail, not all of it
+    tail = TrialContainer(place, base_image).read("/tmp/test-stdout.txt", 2000)
+    assert tail is not None and tail.endswith("x\nlast\n") and len(tail) == 2000
+    grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
+    assert grew < 100 * 1024, f"{grew} kB more: a flood was held whole"
+    clock = time.monotonic()
+    code, out, _ = place.exec(["sh", "-c", "echo before; (sleep 64 &); sleep 65"], timeout=1)
+    assert (code, out) == (124, "before\n") and time.monotonic() - clock < 15
+    assert "sleep 6" not in place.exec(["sh", "-c", _PROCESSES], timeout=30)[1]

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..sandbox import make_scratch, start_process
+from ._bounded import run_bounded
 from ._container_cli import ContainerCli, ContainerError, ContainerUnavailable, choose_container_cli
 from ._environment import Stream
 from ._handoff import Handoff
@@ -136,16 +137,15 @@ class ContainerEnvironment:
         return self._programs[name]
 
     def exec(self, argv: Sequence[str], timeout: float | None = None) -> tuple[int, str, str]:
+        """See :meth:`~._environment.Environment.exec`; of its output, each stream's head
+        and tail within :data:`~._bounded.OUTPUT_LIMIT`, read as it comes."""
         mark = f"{_EXEC_MARK}={secrets.token_hex(8)}"
         name, _, value = mark.partition("=")
         command = self.cli.exec_argv(self.container, [*self._init, *argv],
                                      workdir=self.workdir, env={**_SUBREAPER, name: value})
-        try:
-            done = subprocess.run(command, capture_output=True, timeout=timeout)
-        except subprocess.TimeoutExpired as err:
-            stop_and_kill(self._namespace.carrying(mark.encode()))
-            return 124, _text(err.stdout), _text(err.stderr)
-        return done.returncode, _text(done.stdout), _text(done.stderr)
+        done = run_bounded(command, timeout, on_timeout=lambda: stop_and_kill(
+            self._namespace.carrying(mark.encode())))
+        return 124 if done.returncode is None else done.returncode, done.stdout, done.stderr
 
     def copy_in(self, host_path: Path, path: str) -> None:
         self.cli.copy_in(self.container, host_path, path)
@@ -176,10 +176,4 @@ def _fill(cli: ContainerCli, image: str, workdir: str, files: Path) -> None:
     except ContainerError as err:
         if "no such file" not in str(err).lower():
             raise
-
-
-def _text(data: bytes | str | None) -> str:
-    if isinstance(data, bytes):
-        return data.decode("utf-8", errors="replace")
-    return data or ""
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from ._bounded import run_bounded
 
 CLIS = ("podman", "docker")
 LABEL = "dev.fencecall"
@@ -75,20 +76,20 @@ class ContainerCli:
             else []
         return [self.path, *runtime, *args]
 
-    def call(self, *args: str, timeout: float | None = 120.0, stdin: str | None = None,
+    def call(self, *args: str, timeout: float | None = 120.0,
              check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run ``program args``; :class:`ContainerError` where it fails and ``check``."""
+        """Run ``program args``; :class:`ContainerError` where it fails and ``check``, or
+        where it runs past ``timeout``. Of what it prints, each stream's first and last
+        :data:`~._bounded.OUTPUT_LIMIT` / 2 bytes are kept, read as they come (a verifier's
+        ``exec`` may print gigabytes)."""
         argv = self.argv(*args)
-        try:
-            done = subprocess.run(argv, input=stdin, capture_output=True, text=True,
-                                  timeout=timeout, errors="replace")
-        except subprocess.TimeoutExpired as err:
-            raise ContainerError(f"{' '.join(argv[:4])} … took more than {timeout:g} s") \
-                from err
+        done = run_bounded(argv, timeout)
+        if done.returncode is None:
+            raise ContainerError(f"{' '.join(argv[:4])} … took more than {timeout:g} s")
         if check and done.returncode != 0:
             raise ContainerError(f"{' '.join(argv[:4])} … failed (exit status "
                                  f"{done.returncode}): {done.stderr.strip()[-_TAIL:]}")
-        return done
+        return subprocess.CompletedProcess(argv, done.returncode, done.stdout, done.stderr)
 
     def image_exists(self, image: str) -> bool:
         return self.call("image", "inspect", image, check=False).returncode == 0

@@ -57,8 +57,10 @@ class Environment(Protocol):
         ...
 
     def exec(self, argv: Sequence[str], timeout: float | None = None) -> tuple[int, str, str]:
-        """Run ``argv`` to its end in :attr:`workdir`: (exit code, stdout, stderr); at the
-        timeout it is killed with all it started (exit code 124)."""
+        """Run ``argv`` to its end in :attr:`workdir`: (exit code, stdout, stderr), each
+        stream's head and tail kept as it comes and the cut said in the text (a flood is
+        never held whole); at the timeout it is killed with all it started (exit code
+        124)."""
         ...
 
     def copy_in(self, host_path: Path, path: str) -> None: ...

@@ -55,14 +55,14 @@ class Handoff:
         of this folder's, held open at both ends."""
         name = f"pipe-{secrets.token_hex(16)}"
         os.mkfifo(name, 0o600, dir_fd=self._fd)
-        read = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _OPEN, dir_fd=self._fd)
+        read = _open_fifo(name, os.O_RDONLY | os.O_NONBLOCK, self._fd)
         try:
             write = os.open(name, os.O_WRONLY | _OPEN, dir_fd=self._fd)
         except BaseException:
             os.close(read)
             raise
         info = os.fstat(read)
-        if not stat.S_ISFIFO(info.st_mode) or os.fstat(write).st_ino != info.st_ino:
+        if os.fstat(write).st_ino != info.st_ino:
             os.close(read)
             os.close(write)
             raise ContainerError("a FIFO of the handoff folder was replaced as it was made")
@@ -88,7 +88,7 @@ class Handoff:
             redirections = [self._name(inside, where, at, fd, fifos)
                             for at, fd in enumerate(fds, 3)]
             os.mkfifo(_READY, 0o600, dir_fd=inside)
-            ready = os.open(_READY, os.O_RDONLY | os.O_NONBLOCK | _OPEN, dir_fd=inside)
+            ready = _open_fifo(_READY, os.O_RDONLY | os.O_NONBLOCK, inside)
             try:
                 os.fchmod(ready, 0o666)
                 script = (f"exec {' '.join(redirections)} && printf 1 >"
@@ -146,6 +146,17 @@ class Handoff:
     def close(self) -> None:
         os.close(self._fd)
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _open_fifo(name: str, flags: int, folder: int) -> int:
+    """``name`` in ``folder`` opened, and checked to be the FIFO just made there (the
+    container may have put something else in its place: never a link, which is not
+    followed, but it may be a device, which is closed unused)."""
+    fd = os.open(name, flags | _OPEN, dir_fd=folder)
+    if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ContainerError("a FIFO of the handoff folder was replaced as it was made")
+    return fd
 
 
 def _await(ready: int, proc: subprocess.Popen[bytes]) -> None:
