@@ -17,6 +17,7 @@ would leave it all running. podman and docker take the same path.
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import subprocess
@@ -84,15 +85,9 @@ class ContainerEnvironment:
         if not cli.image_exists(image):
             raise ContainerUnavailable(f"there is no image {image!r} here: pull or build it "
                                        f"first ({cli.program} pull, {cli.program} build)")
-        given = workdir
-        workdir = workdir or cli.image_workdir(image)
-        if workdir == "/":
-            workdir = DEFAULT_WORKDIR
-        files.mkdir(parents=True, exist_ok=True)
-        if not any(files.iterdir()) and (given or workdir != DEFAULT_WORKDIR):
-            _fill(cli, image, workdir, files)
+        workdir, user, fresh = _working_folder(cli, image, files, workdir)
         scratch, handoff = make_scratch("container"), make_scratch("handoff")
-        scratch.chmod(0o755)
+        scratch.chmod(0o711)
         handoff.chmod(0o711)
         try:
             container = cli.start(image, network=network, workdir=workdir, cpus=cpus,
@@ -100,7 +95,10 @@ class ContainerEnvironment:
                                   mounts=[(files, workdir, False), (scratch, str(scratch), True),
                                           (handoff, str(handoff), False)])
             try:
-                return cls(cli, container, workdir, files, scratch, Handoff(handoff))
+                made = cls(cli, container, workdir, files, scratch, Handoff(handoff))
+                if fresh and user.partition(":")[0] not in ("", "root", "0"):
+                    made._give_files_to_user()
+                return made
             except BaseException:
                 cli.remove(container)
                 raise
@@ -124,6 +122,24 @@ class ContainerEnvironment:
 
     def pipe(self) -> tuple[int, int]:
         return self._handoff.pipe()
+
+    def _give_files_to_user(self) -> None:
+        """Make the image's user (not root) the owner of the working folder fencecall made
+        for it, so the user can write there as in the image; what the file tools then
+        write keeps the owner of what it replaces, or takes its folder's. Only root can
+        give files away: elsewhere (a rootless podman maps the user to another id) they
+        stay fencecall's."""
+        code, out, err = self.exec(["sh", "-c", "id -u; id -g"], 60)
+        ids = out.split()
+        if code != 0 or len(ids) != 2 or not all(part.isdigit() for part in ids):
+            raise ContainerError(f"the image's user has no id here: {err.strip()[-200:]}")
+        if os.geteuid() != 0:
+            return
+        uid, gid = int(ids[0]), int(ids[1])
+        os.chown(self.files, uid, gid)
+        for _, names, others, folder in os.fwalk(self.files):
+            for name in (*names, *others):
+                os.chown(name, uid, gid, dir_fd=folder, follow_symlinks=False)
 
     def host_pids(self, pid: int) -> tuple[int, int] | None:
         found = self._namespace.host_pid(pid)
@@ -166,6 +182,21 @@ class ContainerEnvironment:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _working_folder(cli: ContainerCli, image: str, files: Path, workdir: str | None
+                    ) -> tuple[str, str, bool]:
+    """(the working folder, the image's user, whether ``files`` was empty): the folder
+    ``workdir``, else the image's; ``files`` filled from the image where it was empty."""
+    image_workdir, user = cli.image_config(image)
+    chosen = workdir or image_workdir
+    if chosen == "/":
+        chosen = DEFAULT_WORKDIR
+    files.mkdir(parents=True, exist_ok=True)
+    fresh = not any(files.iterdir())
+    if fresh and (workdir or chosen != DEFAULT_WORKDIR):
+        _fill(cli, image, chosen, files)
+    return chosen, user, fresh
 
 
 def _fill(cli: ContainerCli, image: str, workdir: str, files: Path) -> None:

@@ -94,10 +94,13 @@ class ContainerCli:
     def image_exists(self, image: str) -> bool:
         return self.call("image", "inspect", image, check=False).returncode == 0
 
-    def image_workdir(self, image: str) -> str:
-        """The image's ``WORKDIR`` ("/" where it sets none)."""
-        done = self.call("image", "inspect", "--format", "{{.Config.WorkingDir}}", image)
-        return done.stdout.strip() or "/"
+    def image_config(self, image: str) -> tuple[str, str]:
+        """The image's ``WORKDIR`` ("/" where it sets none) and ``USER`` ("" where it sets
+        none: root)."""
+        done = self.call("image", "inspect", "--format",
+                         "{{.Config.WorkingDir}}\n{{.Config.User}}", image)
+        workdir, _, user = done.stdout.strip("\n").partition("\n")
+        return workdir.strip() or "/", user.strip()
 
     def start(self, image: str, *, labels: Mapping[str, str] | None = None,
               network: bool = False, workdir: str | None = None,

@@ -31,9 +31,12 @@ _SAY_PID = 'echo "$$"; exec "$@"'
 
 
 def scratch_folder(environment: Environment, kind: str) -> Path:
-    """A new private folder in the environment's scratch folder (which its processes see
-    read-only), for one shell's scripts."""
-    return Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=environment.scratch))
+    """A new folder in the environment's scratch folder (which its processes see
+    read-only), for one shell's scripts: whoever the image's user is may enter it, and
+    nobody but fencecall may list it."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=environment.scratch))
+    folder.chmod(0o711)
+    return folder
 
 
 def spawn_bash(environment: Environment, fds: Sequence[int]) -> subprocess.Popen[bytes]:
