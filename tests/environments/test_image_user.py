@@ -85,3 +85,22 @@ def test_the_images_user_and_the_file_tools_write_each_others_files(
     assert (files / "new/deep/saved.txt").read_text() == "saved on the host\nappended\n"
     if os.geteuid() == 0:  # only root can give files away
         assert {owner for _, owner in _owners(files)} == {UID}, _owners(files)
+
+
+def test_the_variables_the_user_passes_reach_the_shell_and_python_and_no_others(
+        place: ContainerEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PASSED_GREETING", "hello from the host")
+    monkeypatch.setenv("PASSED_TOKEN", "a-secret-value")
+    monkeypatch.setenv("NOT_PASSED", "host only")
+    config = Config(pass_env=("PASSED_*",), secrets=("PASSED_TOKEN",))
+    settings = resolve_settings(config, Overrides(workspace=tmp_path / "unused"), env={})
+    with tool_session(settings, config, confirm=auto_yes, environment=place) as session:
+        [shell] = session.execute(f"{F}shell\n"
+                                  'echo "[$PASSED_GREETING|$PASSED_TOKEN|$NOT_PASSED|$HOME]"'
+                                  f"\n{F}")
+        [python] = session.execute(f"{F}ipython\nimport os\n"
+                                   "print(sorted(k for k in os.environ if 'PASS' in k))"
+                                   f"\n{F}")
+    # the image's HOME, not fencecall's; a secret is never passed, even when a glob names it
+    assert "[hello from the host|||/home/agent]" in shell.content, shell.content
+    assert "['PASSED_GREETING']" in python.content, python.content

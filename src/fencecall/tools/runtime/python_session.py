@@ -105,7 +105,8 @@ class PythonSession:
     Output is cut to ``output_limit`` characters (bytes for stdout and stderr), head and
     tail; code that writes more than ``disk_limit`` bytes of it (default: the sandbox's
     ``limits.output``) is stopped. With an ``environment`` the interpreter runs there (see
-    :mod:`._in_environment`), and ``cwd``, ``env`` and ``sandbox`` are not used."""
+    :mod:`._in_environment`) with only the variables of ``env``, and ``cwd`` and
+    ``sandbox`` are not used."""
 
     def __init__(self, cwd: Path, functions: Mapping[str, Callable[..., Any]] | None = None,
                  env: Mapping[str, str] | None = None, sandbox: Sandbox | None = None, *,
@@ -152,7 +153,7 @@ class PythonSession:
                 return in_environment.spawn_python(self._place, [
                     "python3", "-P", "-u", in_environment.driver_path(self._place, DRIVER),
                     "3", "4", str(int(STOP_SIGNAL)), str(REPLY_LIMIT)],
-                    (request_read, reply_write, self._out, self._err))
+                    (request_read, reply_write, self._out, self._err), self._env)
             finally:
                 os.close(request_read)
                 os.close(reply_write)

@@ -419,8 +419,8 @@ class ShellSession:
     command (its working directory and exported variables; after ``cmd &``, its state after
     the command). ``disk_limit`` is the output a command may write (default: the sandbox's
     ``limits.output``). With an ``environment`` bash runs there (see
-    :mod:`._in_environment`), in its working folder, and ``cwd`` and ``sandbox`` are not
-    used."""
+    :mod:`._in_environment`), in its working folder, with only the variables of ``env``,
+    and ``cwd`` and ``sandbox`` are not used."""
 
     def __init__(self, cwd: Path, *, env: dict[str, str] | None = None,
                  output_limit: int = 1_000_000, disk_limit: int | None = None,
@@ -485,7 +485,8 @@ class ShellSession:
         """A bash in ``environment``, below an init of its own there."""
         files = _Capture()
         try:
-            proc = self._gate.start(lambda: in_environment.spawn_bash(environment, files.fds))
+            proc = self._gate.start(lambda: in_environment.spawn_bash(
+                environment, files.fds, self._env))
             try:
                 init = in_environment.init_of_bash(environment, proc)
             except BaseException:
