@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.environments import ContainerCli, ContainerEnvironment
+from fencecall.environments import ContainerCli, ContainerEnvironment, ContainerError
+from fencecall.errors import ToolError
 from fencecall.evaluation._container import TrialContainer
 from fencecall.tools.runtime.job_manager import JobManager
 from fencecall.tools.runtime.python_session import PythonSession
@@ -140,3 +141,26 @@ def test_a_flooding_exec_and_a_verifiers_read_are_bounded_and_a_timeout_ends_all
     code, out, _ = place.exec(["sh", "-c", "echo before; (sleep 64 &); sleep 65"], timeout=1)
     assert (code, out) == (124, "before\n") and time.monotonic() - clock < 15
     assert "sleep 6" not in place.exec(["sh", "-c", _PROCESSES], timeout=30)[1]
+
+
+def test_a_container_that_swaps_the_handoff_names_for_links_writes_nothing_on_the_host(
+        place: ContainerEnvironment, tmp_path: Path) -> None:
+    target = tmp_path / "host-only"  # a host folder the container cannot see
+    target.mkdir()
+    handoff = place._handoff.folder
+    swap = (f"while :; do for d in {handoff}/*; do [ -L \"$d\" ] && continue; "
+            f"rm -rf \"$d\" && ln -s {target} \"$d\"; done; done")
+    shell = ShellSession(place.files, environment=place)
+    try:
+        assert shell.run(f"({swap}) >/dev/null 2>&1 &").exit_code == 0
+        time.sleep(0.5)
+        failed = []
+        for _ in range(5):  # each start races the loop: it may fail, never write there
+            try:
+                PythonSession(place.files, environment=place).close()
+            except (ContainerError, ToolError, OSError) as err:
+                failed.append(err)
+        assert failed, "the loop swapped nothing"
+        assert list(target.iterdir()) == []
+    finally:
+        shell.close()

@@ -11,7 +11,7 @@ Each long-lived process (a shell, an interpreter) is ``exec``'d under the init t
 ``--init`` put in the container, run as a subreaper for it alone, and gets the descriptors
 it needs by name through a third mounted folder (see :mod:`._handoff`): what it starts,
 orphans included, stays below that init, so stopping the init (SIGSTOP) and then killing
-everything below it by host pid stops all of it. Killing the ``podman exec`` client alone
+everything below it by host pid stops all of it. Killing the CLI's ``exec`` client alone
 would leave it all running. podman and docker take the same path.
 """
 
