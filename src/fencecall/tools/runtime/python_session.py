@@ -143,7 +143,11 @@ class PythonSession:
     def _spawn(self) -> subprocess.Popen[bytes]:
         pipe = os.pipe if self._place is None else self._place.pipe
         request_read, self._request_fd = pipe()
-        self._reply_fd, reply_write = pipe()
+        try:
+            self._reply_fd, reply_write = pipe()
+        except BaseException:  # an environment's pipe can fail (see environments._handoff)
+            _capture.close(request_read, self._request_fd)
+            raise
         if self._place is not None:
             # new files: an unnamed file can be handed into a container once (it is linked
             # there, which the kernel allows a file made unnamed only once)
