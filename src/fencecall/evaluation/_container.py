@@ -11,12 +11,13 @@ when the trial ends, whatever happened.
 from __future__ import annotations
 
 import shlex
+import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..environments import ContainerCli, ContainerEnvironment, ContainerError
+from ..environments import ContainerCli, ContainerEnvironment
 from ._task import EnvironmentSpec
 
 LOGS = "/logs"
@@ -79,22 +80,24 @@ class TrialContainer:
             raise
         return made
 
-    def run(self, script: str, *, timeout: float | None, env: Mapping[str, str] | None = None
-            ) -> Ran:
-        """``bash -c script`` in the working folder; what it printed (stdout and stderr).
-        Past ``timeout`` its whole process group is killed in the container, by the image's
-        ``timeout`` where it has one (GNU's and busybox's signal the group), so nothing it
-        started goes on changing what the verifier grades; else only its ``exec`` ends."""
-        options = ["--workdir", self.workdir]
+    def run(self, script: str, *, timeout: float | None, env: Mapping[str, str] | None = None,
+            user: str | None = None) -> Ran:
+        """``bash -c script`` in the working folder, as ``user`` (None: the image's
+        ``USER``); what it printed (stdout and stderr). Past ``timeout`` its whole process
+        group is killed in the container, by the image's ``timeout`` where it has one (GNU's
+        and busybox's signal the group), so nothing it started goes on changing what the
+        verifier grades; else only its ``exec`` ends. The ``exec`` has a session of its
+        own: a terminal's Ctrl-C reaches fencecall alone, which removes the container."""
+        options = ["--workdir", self.workdir, *(["--user", user] if user is not None else [])]
         for key, value in {**self.env, **(env or {})}.items():
             options += ["--env", f"{key}={value}"]
+        argv = self.cli.argv("exec", *options, self.id, "bash", "-c", _bounded(script, timeout))
         clock = time.monotonic()
         try:
-            done = self.cli.call("exec", *options, self.id, "bash", "-c",
-                                 _bounded(script, timeout),
-                                 timeout=None if timeout is None else timeout + _KILL_AFTER + 5,
-                                 check=False)
-        except ContainerError:  # the call's only failure unchecked: its timeout
+            done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                                  stdin=subprocess.DEVNULL, start_new_session=True,
+                                  timeout=None if timeout is None else timeout + _KILL_AFTER + 5)
+        except subprocess.TimeoutExpired:
             return Ran(None)
         if timeout is not None and done.returncode in _TIMED_OUT \
                 and time.monotonic() - clock >= timeout:

@@ -10,7 +10,8 @@ satisfies a ``FROM`` of that name without a pull (the build never passes ``--pul
 
 Trials of one task wait for one build; at most ``max_builds`` builds run at once; a failed
 build is remembered for the run, so the task's other trials fail with it rather than build
-again. Each build's output is kept in ``builds/<key>.log``.
+again. Each build's output is kept in ``builds/<key>.log``. :meth:`ImageCache.halt` (an
+evaluation stopped) ends the builds under way and starts no more.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import hashlib
 import os
 import re
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ..agent.offload import in_thread
 from ..defaults import BUILDS_AT_ONCE
@@ -91,6 +94,9 @@ class ImageCache:
         self._builds = asyncio.Semaphore(max(1, max_builds))
         self._locks: dict[str, asyncio.Lock] = {}
         self._failed: dict[str, str] = {}
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self._guard = threading.Lock()
+        self._halted = False
         self.built = 0
         """Images this cache has built (not found)."""
 
@@ -125,16 +131,39 @@ class ImageCache:
         argv = self.cli.argv("build", "--tag", name, "--file", str(dockerfile),
                              str(dockerfile.parent))
         with log.open("w", encoding="utf-8") as out:
-            try:
-                done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, timeout=timeout)
-                failure = f"exit status {done.returncode}" if done.returncode else None
-            except subprocess.TimeoutExpired:
-                failure = f"it took more than {timeout:g} s"
+            failure = self._built(argv, out, timeout)
         if failure is not None:
             tail = log.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL:]
             raise BuildError(f"building {dockerfile} failed ({failure}; the whole log: "
                              f"{log}):\n{tail}")
+
+    def _built(self, argv: list[str], out: IO[str], timeout: float) -> str | None:
+        """Run the build ``argv`` (its output to ``out``); why it failed, or None. Its own
+        session, so a terminal's Ctrl-C reaches fencecall, which ends it (:meth:`halt`)."""
+        with self._guard:
+            if self._halted:
+                return "the evaluation was stopped"
+            build = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+            self._running.add(build)
+        try:
+            code = build.wait(timeout)
+        except subprocess.TimeoutExpired:
+            build.kill()
+            build.wait()
+            return f"it took more than {timeout:g} s"
+        finally:
+            with self._guard:
+                self._running.discard(build)
+        return f"exit status {code}" if code else None
+
+    def halt(self) -> None:
+        """End the builds under way (SIGTERM: the CLI removes what it was building) and
+        start no more."""
+        with self._guard:
+            self._halted = True
+            for build in self._running:
+                build.terminate()
 
     async def _pulled(self, image: str, timeout: float) -> Image:
         """A task's ready-made ``docker_image``: used where it is, else pulled once."""

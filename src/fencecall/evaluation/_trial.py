@@ -1,7 +1,9 @@
 """One trial, start to end: the task read and its variables resolved, its image (built once
 for all trials), a container, the agent (oracle or model), the verifier, the container
 removed. It never raises: a step that fails ends the trial with its ``error_kind`` and why,
-and the container goes whatever happened.
+and the container goes whatever happened. :meth:`Trials.halt` (the evaluation stopped)
+removes every trial's container at once, which ends what runs in it, and the builds, so
+the cancelled trials end quickly and leave nothing behind.
 
 The agent never sees the tests: they are in neither the image (the build context is
 ``environment/``) nor the container until the agent has ended.
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -69,6 +72,19 @@ class Trials:
                  models: ModelAgents | None, environ: Mapping[str, str] | None = None):
         self.cli, self.images, self.folder, self.models = cli, images, folder, models
         self.environ = os.environ if environ is None else environ
+        self._live: dict[str, TrialContainer] = {}
+        self._guard = threading.Lock()
+        self._halted = False
+
+    def halt(self) -> None:
+        """Stop every trial (blocking): builds end, containers go (what runs in them ends
+        with them), and a container starting now goes as soon as it has started."""
+        with self._guard:
+            self._halted = True
+            live = list(self._live.values())
+        self.images.halt()
+        for container in live:
+            container.remove()
 
     async def run(self, path: Path, index: int) -> TrialResult:
         """Trial ``index`` of the task in ``path``."""
@@ -94,16 +110,31 @@ class Trials:
         if folder.exists():  # an earlier attempt that never got its line: afresh
             await in_thread(lambda: shutil.rmtree(folder))
         folder.mkdir(parents=True)
-        try:
-            container = await in_thread(lambda: TrialContainer.start(
-                self.cli, image.name, task.environment, env.environment, folder / "workspace"))
-        except (ContainerError, ContainerUnavailable) as err:
-            raise _Failed("environment", f"the container could not start: {err}") from None
+        container = await in_thread(lambda: self._started(task, image.name, env.environment,
+                                                            folder))
         try:
             await self._graded(task, env, container, folder, draft)
         finally:
             await in_thread(lambda: self._keep_logs(container, folder))
             await in_thread(container.remove)
+            with self._guard:
+                self._live.pop(container.id, None)
+
+    def _started(self, task: HarborTask, image: str, env: Mapping[str, str],
+                 folder: Path) -> TrialContainer:
+        """The trial's container, known to :meth:`halt` (removed at once where the
+        evaluation stopped while it started)."""
+        try:
+            container = TrialContainer.start(self.cli, image, task.environment, env,
+                                             folder / "workspace")
+        except (ContainerError, ContainerUnavailable) as err:
+            raise _Failed("environment", f"the container could not start: {err}") from None
+        with self._guard:
+            if not self._halted:
+                self._live[container.id] = container
+                return container
+        container.remove()
+        raise _Failed("environment", "the evaluation was stopped")
 
     def _read(self, path: Path) -> tuple[HarborTask, _Env]:
         try:
