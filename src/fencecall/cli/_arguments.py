@@ -427,6 +427,12 @@ def _add_eval(commands: Commands) -> None:
     _add_request_timeout(evaluate)
     evaluate.add_argument("--retries", type=_at_least(0), metavar="N",
                           help="tries again after a failed request or a broken reply stream")
+    evaluate.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                          help="run shards of trials on Ray: a new local instance, or the "
+                               "cluster at ADDRESS (needs pip install 'fencecall[ray]'); "
+                               "-j and --max-builds then hold per shard and per machine")
+    evaluate.add_argument("--shard-size", type=_at_least(1), metavar="N",
+                          help="trials per Ray shard (default: --concurrency)")
     evaluate.set_defaults(handler="fencecall.cli._eval_cmd:run")
 
 

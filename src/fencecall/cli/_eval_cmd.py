@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         if skipped:
             _say(f"{skipped} of {len(ids)} trials are in {out} already; the others run")
         try:
-            run_eval(tasks, options, results, on_result=_told, handle_signals=True)
+            _run(args, tasks, options, results)
         except BatchInterrupted as err:
             stopped = 128 + err.signum
         mine = [TrialResult.from_record(record) for key, record in results.records.items()
@@ -67,6 +67,19 @@ def run(args: argparse.Namespace) -> int:
         _say("stopped; run the same command again to resume")
         return stopped
     return 0 if all(result.ran for result in mine) else 1
+
+
+def _run(args: argparse.Namespace, tasks: list[Path], options: EvalOptions,
+         results: ResultFile) -> None:
+    """The trials here (signals handled: :class:`BatchInterrupted`), or on Ray (Ctrl-C
+    and SIGTERM end this process once the shards are cancelled, as for a batch)."""
+    if args.ray is None:
+        run_eval(tasks, options, results, on_result=_told, handle_signals=True)
+        return
+    from ..evaluation._ray import run_eval_ray
+
+    run_eval_ray(tasks, options, results, on_result=_told, address=args.ray or None,
+                 shard_size=args.shard_size, on_note=lambda note: _say(f"note: {note}"))
 
 
 def _models(args: argparse.Namespace) -> ModelAgents:

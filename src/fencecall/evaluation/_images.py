@@ -8,21 +8,27 @@ image ID is new: a Dockerfile that is only a ``FROM`` builds to its base's own I
 is added to the base), and a local image tagged like a registry name (``python:3.12``)
 satisfies a ``FROM`` of that name without a pull (the build never passes ``--pull``).
 
-Trials of one task wait for one build; at most ``max_builds`` builds run at once; a failed
-build is remembered for the run, so the task's other trials fail with it rather than build
-again. Each build's output is kept in ``builds/<key>.log``. :meth:`ImageCache.halt` (an
-evaluation stopped) ends the builds under way and starts no more.
+Trials of one task wait for one build, and so do other processes on the machine (Ray
+workers, another evaluation: a lock file per image); at most ``max_builds`` builds run at
+once on the machine (a lock file per slot); a failed build is remembered for the run, so
+the task's other trials fail with it rather than build again. Each build's output is kept
+in ``builds/<key>.log``. :meth:`ImageCache.halt` (an evaluation stopped) ends the builds
+under way and starts no more.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
 import subprocess
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -36,6 +42,11 @@ TAG = "fencecall-task"
 _IGNORED = frozenset({".git", "__pycache__", ".DS_Store"})
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?",
                    re.IGNORECASE | re.MULTILINE)
+LOCKS = Path(tempfile.gettempdir()) / f"fencecall-images-{os.getuid()}"
+"""This machine's lock files: one per image (one build of it at a time, whichever process
+asks) and one per build slot (``max_builds`` at once)."""
+LOCK_POLL = 0.2
+"""Seconds between tries of a held lock."""
 LOG_TAIL = 3000
 """Characters of a failed build's output its error keeps."""
 
@@ -90,8 +101,8 @@ class ImageCache:
     """The images of one run's tasks (see the module)."""
 
     def __init__(self, cli: ContainerCli, logs: Path, max_builds: int = BUILDS_AT_ONCE):
-        self.cli, self.logs = cli, logs
-        self._builds = asyncio.Semaphore(max(1, max_builds))
+        self.cli, self.logs, self.max_builds = cli, logs, max(1, max_builds)
+        self._builds = asyncio.Semaphore(self.max_builds)
         self._locks: dict[str, asyncio.Lock] = {}
         self._failed: dict[str, str] = {}
         self._running: set[subprocess.Popen[bytes]] = set()
@@ -115,15 +126,49 @@ class ImageCache:
             if await in_thread(lambda: self.cli.image_exists(name)):
                 return Image(name)
             async with self._builds:
-                clock = time.monotonic()
                 try:
-                    await in_thread(lambda: self._build(dockerfile, name, key,
-                                                        spec.build_timeout))
+                    image = await in_thread(lambda: self._built_once(dockerfile, name, key,
+                                                                     spec.build_timeout))
                 except BuildError as err:
                     self._failed[key] = str(err)
                     raise
-                self.built += 1
+                self.built += image.built
+                return image
+
+    def _built_once(self, dockerfile: Path, name: str, key: str, timeout: float) -> Image:
+        """The image built, unless another process of this machine (a Ray worker, another
+        evaluation) built it while this one waited for the image's lock; its builds count
+        against one machine-wide ``max_builds``."""
+        with self._held([f"{self.cli.program}-{key}.lock"]):
+            if self.cli.image_exists(name):
+                return Image(name)
+            with self._held([f"{self.cli.program}-build-{slot}.lock"
+                             for slot in range(self.max_builds)]):
+                clock = time.monotonic()
+                self._build(dockerfile, name, key, timeout)
                 return Image(name, built=True, seconds=round(time.monotonic() - clock, 3))
+
+    @contextlib.contextmanager
+    def _held(self, names: list[str]) -> Iterator[None]:
+        """One of the lock files ``names`` (in :data:`LOCKS`) held while in the block;
+        waits while all are held elsewhere, until :meth:`halt`."""
+        LOCKS.mkdir(parents=True, exist_ok=True)
+        while True:
+            for name in names:
+                lock = os.open(LOCKS / name, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(lock)
+                    continue
+                try:
+                    yield
+                finally:
+                    os.close(lock)
+                return
+            if self._halted:
+                raise BuildError("the evaluation was stopped")
+            time.sleep(LOCK_POLL)
 
     def _build(self, dockerfile: Path, name: str, key: str, timeout: float) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)

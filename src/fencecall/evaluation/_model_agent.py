@@ -50,6 +50,10 @@ class ModelAgents:
     _providers: dict[str, Provider] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def __reduce__(self) -> tuple[type[ModelAgents], tuple[Config, Overrides, Mapping[str, str]]]:
+        """Sent to a Ray worker as its settings: it makes its own providers."""
+        return ModelAgents, (self.config, self.overrides, self.secrets)
+
     def settings(self, folder: Path, image: str | None = None) -> RunSettings:
         """A trial's settings: its tools in a container of ``image`` whose working folder
         is held in ``folder``'s ``workspace``."""
