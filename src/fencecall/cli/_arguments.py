@@ -399,7 +399,8 @@ def _add_eval(commands: Commands) -> None:
                     "for the reward. One line per trial is appended to RESULTS; run it again "
                     "with the same --out to resume. Exit status 0 when every trial ran to a "
                     "reward (whatever its value), 1 when some could not (a build, the "
-                    "container, the agent or the verifier failed), 2 for a usage error.")
+                    "container, the agent or the verifier failed), 2 for a usage error, "
+                    "130/143 when Ctrl-C/SIGTERM stopped it (the same command resumes).")
     evaluate.add_argument("paths", nargs="+", metavar="PATH", type=_path,
                           help="a task folder (with task.toml), or a folder of them")
     evaluate.add_argument("--out", "-o", type=_path, required=True, metavar="RESULTS",
