@@ -5,6 +5,7 @@ worker with its own container CLI (real podman)."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 import uuid
@@ -18,6 +19,7 @@ from tests.cli.conftest import cli_env
 from ..batch.test_ray import local_ray
 from ..containers import base_image
 from .test_eval import TEST_TXT, WAIT, lines, make_task
+from .test_eval_stop import NAPPING, wait_for
 
 __all__ = ["base_image", "local_ray"]
 
@@ -73,11 +75,46 @@ def test_trials_run_in_shards_on_ray_each_image_built_once(
         built = [line["image_built"] for line in results.values() if line["task"] == "fresh"]
         assert sorted(built) == [False, False, True]  # six shards, one build
         image = results["fresh#0"]["image"]
-        left = subprocess.run(["podman", "ps", "--all", "--quiet", "--filter",
-                               f"ancestor={image}"], capture_output=True, text=True, check=True)
-        assert left.stdout.split() == []
+        assert containers_of(image) == []
         again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=WAIT)
         assert again.returncode == 0, again.stderr
         assert "6 of 6 trials are in" in again.stderr and len(lines(out)) == 6
     finally:
         remove_image(fresh)
+
+
+def test_ctrl_c_on_ray_cancels_the_shards_and_they_remove_their_containers(
+        local_ray: Any, base_image: str, tmp_path: Path) -> None:
+    root = tmp_path / "set"
+    slow = new_image_task(root, "slow", base_image)
+    (slow / "solution" / "solve.sh").write_text(NAPPING)
+    (slow / "task.toml").write_text(TOML + '[solution]\nenv = { NAP = "${EVAL_NAP}" }\n')
+    out = tmp_path / "ray.jsonl"
+    started = tmp_path / "ray.jsonl.d" / "trials" / "slow" / "0" / "workspace" / "started"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fencecall.cli.main", "eval", str(root), "--out", str(out),
+         "--agent", "oracle", "--ray", local_ray.get_runtime_context().gcs_address],
+        env=cli_env(tmp_path, "http://127.0.0.1:9", EVAL_NAP="300"), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(started.exists, proc, "the slow oracle under way")
+        key = context_key(choose_container_cli("podman"), slow / "environment" / "Dockerfile")
+        image = f"{TAG}:{key}"
+        assert containers_of(image) != []
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=WAIT)
+        assert proc.returncode == 130, stderr
+        assert containers_of(image) == []
+        assert not out.exists() or out.read_text() == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        remove_image(slow)
+
+
+def containers_of(image: str) -> list[str]:
+    """The containers of ``image`` (podman 4.3's ancestor filter misses a tagged name)."""
+    done = subprocess.run(["podman", "ps", "--all", "--format", "{{.ID}} {{.Image}}"],
+                          capture_output=True, text=True, check=True)
+    return [line.split()[0] for line in done.stdout.splitlines()
+            if line.split()[1:] and line.split()[1].removeprefix("localhost/") == image]
