@@ -8,6 +8,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,3 +151,33 @@ def test_a_network_the_container_cannot_hold_is_the_trial_s_error(
     [line] = lines(out)
     assert line["error_kind"] == "environment" and line["image"] is None
     assert "'allowlist' (pypi.org) cannot be enforced here" in line["error"]
+
+
+STEP_COMMANDS = {"Copy data.": "cp data.txt first.txt", "Look.": "ls /tests > seen.txt 2>&1"}
+
+
+def step_model(body: dict[str, Any]) -> Reply:
+    """Each step a conversation of its own: its instruction's command, then done."""
+    messages = body["messages"]
+    prompt = next(m["content"] for m in messages if m["role"] == "user")
+    if any(m["role"] == "assistant" for m in messages):
+        return Reply("Done.")
+    return Reply(f"```shell\n{STEP_COMMANDS.get(prompt.strip(), 'touch third.txt')}\n```\n")
+
+
+def test_a_model_works_each_step_in_a_conversation_of_its_own(
+        base_image: str, tmp_path: Path) -> None:
+    steps_task(tmp_path / "set", base_image)
+    out = tmp_path / "model-steps.jsonl"
+    with FakeModelServer(respond=step_model) as server:
+        done = fencecall_eval(tmp_path, str(tmp_path / "set"), "--out", str(out), "-m",
+                              "local/fake", "--retries", "0", url=server.openai_url)
+    assert done.returncode == 0, done.stderr
+    [line] = lines(out)
+    first, second = line["step_results"]
+    assert (first["reward"], second["reward"], line["reward"]) == (1.0, 0.5, 0.75)
+    assert first["steps"] == second["steps"] == 2 and line["steps"] == 4
+    trial = tmp_path / "model-steps.jsonl.d" / "trials" / "stepped" / "0"
+    assert first["log"] == str(trial / "steps" / "first" / "conversation.jsonl")
+    assert line["trajectory"] == second["trajectory"] and Path(second["trajectory"]).exists()
+    assert line["tokens"]["input_tokens"] > 0
