@@ -82,7 +82,7 @@ def shell(implementation: str) -> Iterator[Shell]:
         argv = reaper.reaped(["bash", "--noprofile", "--norc"],
                              f"fencecall-shell-{os.getpid()}-test")
         proc = start_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
+                             stderr=subprocess.DEVNULL, start_new_session=True, reaper=True)
         started.append(proc)
         return proc
 
@@ -143,7 +143,7 @@ def test_the_reaper_exits_with_bash_status(shell: Shell, line: str, status: int)
 
 def test_the_argv_names_the_reaper_that_runs(shell: Shell, implementation: str) -> None:
     proc = shell()
-    assert answer(proc, "echo up\n") == "up\n"  # setpriv became the reaper, which runs bash
+    assert answer(proc, "echo up\n") == "up\n"  # the reaper runs bash
     argv = reaper.reaped(["true"], "fencecall-shell-1-test")
     assert (argv[0] == str(reaper.PROGRAM)) == (implementation == "compiled")
     setting = f"{reaper.VARIABLE}=fencecall-shell-{os.getpid()}-test"
@@ -178,7 +178,8 @@ def test_everything_dies_when_fencecall_is_killed(token: str) -> None:
              "argv = reaped(['bash', '--noprofile', '--norc'],\n"
              "              f'fencecall-shell-{os.getpid()}-test')\n"
              "proc = start_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,\n"
-             "                     stderr=subprocess.DEVNULL, start_new_session=True)\n"
+             "                     stderr=subprocess.DEVNULL, start_new_session=True,\n"
+             "                     reaper=True)\n"
              "proc.stdin.write(os.environ['ESCAPING'].encode() + b'echo started\\n')\n"
              "proc.stdin.flush()\n"
              "proc.stdout.readline()\n"
