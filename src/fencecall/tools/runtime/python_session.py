@@ -172,7 +172,8 @@ class PythonSession:
                 argv, stdin=subprocess.DEVNULL,
                 stdout=self._out, stderr=self._err, cwd=self._cwd,
                 pass_fds=(request_read, reply_write, *self._sandbox.pass_fds),
-                start_new_session=True, env=self._env, limits=self._sandbox.limits)
+                start_new_session=True, env=self._env, limits=self._sandbox.limits,
+                reaper=not self._sandbox.enforced)
         finally:
             os.close(request_read)
             os.close(reply_write)

@@ -475,7 +475,7 @@ class ShellSession:
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, cwd=self._cwd, env=self._environment(),
                 start_new_session=True, pass_fds=(*self._sandbox.pass_fds, *files.fds),
-                limits=self._sandbox.limits))
+                limits=self._sandbox.limits, reaper=not self._sandbox.enforced))
         except BaseException:
             files.close()
             raise
