@@ -273,6 +273,7 @@ def test_a_workspace_under_the_configuration_files_folder_runs(tmp_path: Path,
     config = tmp_path / "fencecall.toml"
     config.write_text('model = "local/m"\n')
     workspace = tmp_path / ("project" if where == "beside the file" else "code/deep/project")
+    workspace.parent.mkdir(parents=True, exist_ok=True)  # only the last folder is made
     with FakeModelServer([Reply("Hello.")]) as server:
         env = cli_env(tmp_path, server.openai_url) | {"FENCECALL_CONFIG": str(config)}
         result = fencecall(tmp_path, server.openai_url, "hi", "-w", str(workspace),

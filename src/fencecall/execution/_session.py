@@ -53,7 +53,7 @@ from ..tools.tool_context import JOBS, PYTHON, SHELL
 if TYPE_CHECKING:
     from ..tools.mcp.servers import McpServers
 from ._pipeline import execute_calls
-from .confirm_policy import auto_no
+from .confirm_policy import auto_no, auto_yes
 from .permissions import Permissions
 
 R = TypeVar("R")
@@ -255,6 +255,10 @@ class Session:
                     warnings.warn(f"background jobs' ports cannot be reached from later "
                                   f"commands: {why}", RuntimeWarning, stacklevel=2)
             return self._sandbox
+
+    @property
+    def approves_every_call(self) -> bool:
+        return self._confirm is auto_yes
 
     def confirm(self, request: ConfirmRequest) -> bool:
         """Ask through the session's confirm function, offering to remember the narrowest

@@ -131,6 +131,11 @@ class ToolContext(Protocol):
         """Ask the user; False means do not do it."""
         ...
 
+    @property
+    def approves_every_call(self) -> bool:
+        """Whether every confirmation is answered yes without asking (``-y``)."""
+        ...
+
     def resource(self, key: ResourceKey[R], factory: Callable[[], R]) -> R:
         """The session's resource ``key`` (a shell, an interpreter), made on first use and
         closed with the session."""

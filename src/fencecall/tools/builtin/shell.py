@@ -28,8 +28,12 @@ def _shell(invocation: ToolInvocation) -> ShellSession:
 def runs_read_only(invocation: ToolInvocation) -> bool:
     """Whether the call runs unasked, in a one-shot read-only sandbox: the classifier must
     call it read-only *and* the sandbox must be enforced, so a command the classifier gets
-    wrong still cannot write anything or reach the network."""
-    return invocation.context.sandbox.enforced and is_read_only(invocation.kwargs["command"])
+    wrong still cannot write anything or reach the network. Where every call is approved
+    anyway (``-y``), it runs in the persistent shell as a confirmed call would: a sandbox of
+    its own would cost a process tree per command and protect nothing more."""
+    context = invocation.context
+    return (context.sandbox.enforced and not context.approves_every_call
+            and is_read_only(invocation.kwargs["command"]))
 
 
 def _where(result: ShellResult) -> str:
