@@ -23,7 +23,7 @@ LAYERS = (
     ("fencecall.sandbox",),
     ("fencecall.environments",),
     ("fencecall.tools",),
-    ("fencecall.config",),
+    ("fencecall.config", "fencecall.checkpoints"),
     ("fencecall.execution", "fencecall.providers"),
     ("fencecall.agent", "fencecall.serve"),
     ("fencecall.assembly",),

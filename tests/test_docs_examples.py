@@ -113,6 +113,10 @@ SETUPS: dict[str, Setup] = {
     '"--output-format", "stream-json"': Setup(replies=(
         Reply(f"{F}shell\necho hello\n{F}\n"), Reply("It printed hello."),
     )),
+    # undo from the command line: a sed of a file, then the turn gone back to
+    "fencecall rewind louder": Setup(files={"hello.txt": "hello\n"}, replies=(
+        Reply(f"{F}shell\nsed -i 's/hello/HELLO/' hello.txt\n{F}\n"), Reply("HELLO."),
+    )),
     # telemetry of a run of a saved reply, sent to a collector
     "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318": Setup(otlp=True),
 }

@@ -45,3 +45,9 @@ def test_a_reply_without_usage_makes_the_cost_unknown() -> None:
     bare = Message("assistant", "…", reply=ReplyRecord("gpt-4o", "openai"))
     assert collect([[bare]]).models["openai/gpt-4o"].cost is None
     assert collect([[]]).cost == Decimal(0)
+
+
+def test_a_command_that_exited_non_zero_is_a_failure() -> None:
+    shell = [Message("system", "…", tool="shell", call=CallRecord("shell", None, 0.1, None, code))
+             for code in (0, 2, None, 1)]
+    assert collect([shell]).tools["shell"].failures == 2

@@ -201,3 +201,30 @@ def test_conversation_object_matches_log(tmp_path: Path, fencecall: CLI) -> None
     conversation = Conversation.open(tmp_path / "home", "obj")
     assert [(m.role, m.content) for m in conversation.messages] == [
         ("user", "hello"), ("assistant", "Hi!")]
+
+
+def test_continue_list_json_and_delete(fencecall: CLI, tmp_path: Path) -> None:
+    continued = fencecall("--model", "local/m", "--continue", "x", base_url="http://x")
+    assert continued.returncode == 2 and "no conversation to continue" in continued.stderr
+    replies = [Reply("One."), Reply("Two."), Reply("Three."), Reply("Four.")]
+    with FakeModelServer(replies) as server:
+        for name in ("older", "newer"):
+            assert fencecall("--model", "local/m", "--name", name, f"about {name}",
+                             base_url=server.openai_url).returncode == 0
+        for flag, prompt in (("--continue", "and then?"), ("-c", "")):
+            again = fencecall("--model", "local/m", flag, *[prompt] * bool(prompt),
+                              base_url=server.openai_url, stdin="and now?")
+            assert again.returncode == 0, again.stderr
+            assert "resumed newer" in again.stderr
+    assert [m["content"] for m in log_of(tmp_path, "newer") if m["role"] == "user"] == [
+        "about newer", "and then?", "and now?"]
+    listed = [json.loads(line) for line in
+              fencecall("list", "--json", base_url="http://x").stdout.splitlines()]
+    assert [(c["name"], c["messages"], c["first_prompt"]) for c in listed] == [
+        ("newer", 6, "about newer"), ("older", 2, "about older")]
+    refused = fencecall("list", "--delete", "older", "nope", base_url="http://x")
+    assert refused.returncode == 2 and "no conversation called 'nope'" in refused.stderr
+    deleted = fencecall("list", "--delete", "older", base_url="http://x")
+    assert deleted.returncode == 0 and "Deleted older." in deleted.stdout
+    assert not (tmp_path / "home" / "conversations" / "older").exists()
+    assert fencecall("list", base_url="http://x").stdout.split()[0] == "newer"

@@ -38,7 +38,8 @@ def test_interactive_chat_with_confirmation_and_slash_commands(tmp_path: Path,
             child.sendline("/tools")
             child.expect("ipython")
             child.sendline("/undo 2")
-            child.expect("Removed 2 message")
+            child.expect("Nothing was undone: you asked to undo 2 turns, but there is only "
+                         "1; /undo 1 undoes them all")
             child.sendline("/nosuch")
             child.expect("Unknown command /nosuch")
             child.sendline("/exit")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from fencecall.execution import Session, auto_yes, resolve
@@ -208,6 +209,24 @@ def test_confirmation_declines_by_default_and_shows_preview(toolchain: Toolchain
     assert asked[0].kwargs == {"path": "notes.txt", "content": "hello"}
     assert run(Session(toolchain, workspace=tmp_path, confirm=auto_yes), text) == [
         "wrote notes.txt"]
+
+
+def test_the_time_a_confirmation_waits_is_not_the_tools(tmp_path: Path) -> None:
+    def slow(invocation: ToolInvocation) -> str:
+        time.sleep(0.2)
+        return "ran"
+
+    def person(request: ConfirmRequest) -> bool:
+        time.sleep(1.0)  # reading the preview, then answering
+        return True
+
+    spec = ToolSpec("slow", "x", execute=slow, parameters=(), confirm=True)
+    durations: list[float] = []
+    session = Session(Toolchain((spec,)), workspace=tmp_path, confirm=person)
+    session.hooks.add(TOOL_POST_EXECUTE, lambda d: durations.append(d.duration))
+    [message] = session.execute(f"{F}slow\n{F}\n", "markdown")
+    assert message.call is not None and 0.2 <= message.call.duration_s < 0.9
+    assert 0.2 <= durations[0] < 0.9
 
 
 def test_a_pre_hook_may_allow_a_call_without_asking_but_a_block_wins(

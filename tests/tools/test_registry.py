@@ -51,8 +51,16 @@ def test_disabled_by_default_only_when_named() -> None:
 
 
 def test_unknown_name_is_an_error_and_unavailable_a_warning() -> None:
-    with pytest.raises(UnknownToolError, match="unknown tool 'nope'; known tools: add"):
-        names(["nope"])
+    with pytest.raises(UnknownToolError, match="unknown tool 'zzz'; known: add, "):
+        names(["zzz"])
+    with pytest.raises(UnknownToolError, match="unknown tool 'ech'; did you mean echo"):
+        names(["ech"])
+    with pytest.raises(UnknownToolError, match="no tool has the hint 'nonsense'; known: "):
+        names(["hint:nonsense"])
+    with pytest.raises(UnknownToolError, match="no tool has the hint 'mat'; did you mean math"):
+        names(["hint:mat"])
+    with pytest.warns(UserWarning, match="matched no available tool"):  # a failed server's
+        assert names(["hint:mcp:gone"]) == []
     with pytest.warns(UserWarning, match="'missing' is not available"):
         assert names(["missing", "echo"]) == ["echo"]
     with pytest.warns(UserWarning, match="matched no available tool"):

@@ -54,3 +54,8 @@ class AgentSettings:
     interruptible: bool = False
     sleep: Callable[[float], None] = time.sleep
     executor: Executor | None = None
+    checkpoints: bool = False
+    """Record the workspace before each call that can write and at the end of each turn,
+    in the conversation's folder (one kept in memory has none), so ``/undo`` can put it
+    back (see :mod:`fencecall.checkpoints`). The chat and the editors' agent keep them;
+    batch tasks and evaluation trials, in workspaces of their own, do not."""

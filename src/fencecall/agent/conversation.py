@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,11 +122,7 @@ class Conversation:
 
     @classmethod
     def open(cls, home: Path, name: str) -> Conversation:
-        folder = cls.logs_dir(home) / check_name(name)
-        if not (folder / LOG_NAME).exists():
-            raise ConversationError(f"no conversation called {name!r} in "
-                                    f"{cls.logs_dir(home)}")
-        return cls(folder)
+        return cls(cls._existing(home, name))
 
     @classmethod
     def list_all(cls, home: Path) -> list[ConversationInfo]:
@@ -139,6 +136,27 @@ class Conversation:
                 log.parent.name, datetime.fromtimestamp(log.stat().st_mtime, UTC),
                 len(conversation.messages), prompt.splitlines()[0] if prompt else ""))
         return sorted(infos, key=lambda info: info.modified, reverse=True)
+
+    @classmethod
+    def latest(cls, home: Path) -> str:
+        """The name of the most recently changed conversation (``--continue``)."""
+        base = cls.logs_dir(home)
+        logs = list(base.glob(f"*/{LOG_NAME}")) if base.exists() else []
+        if not logs:
+            raise ConversationError(f"no conversation to continue in {base}")
+        return max(logs, key=lambda log: log.stat().st_mtime_ns).parent.name
+
+    @classmethod
+    def delete(cls, home: Path, name: str) -> None:
+        """Remove a conversation: its log and every file kept beside it."""
+        shutil.rmtree(cls._existing(home, name))
+
+    @classmethod
+    def _existing(cls, home: Path, name: str) -> Path:
+        folder = cls.logs_dir(home) / check_name(name)
+        if not (folder / LOG_NAME).exists():
+            raise ConversationError(f"no conversation called {name!r} in {cls.logs_dir(home)}")
+        return folder
 
     # -- changing ------------------------------------------------------------------------
 

@@ -61,6 +61,8 @@ from .conversation import Conversation
 from .offload import in_thread
 
 T = TypeVar("T")
+CHECKPOINTS = "checkpoints"
+"""The folder of a conversation's that holds its checkpoints."""
 SAVED_OUTPUT_LIMIT = 8_000_000
 """Characters of a command's output tools keep where results are saved to files."""
 UNFINISHED = ("No result was recorded for this call: fencecall stopped while it was running "
@@ -138,7 +140,9 @@ class Agent:
         """Saves the results too big for their share of the window (None: no window)."""
         session.serve_agent(  # the files hold what tools printed, not their cut
             output_limit=SAVED_OUTPUT_LIMIT if window is not None else 0,
-            jobs_folder=None if folder is None else folder / JOBS, deadline=spend.deadline)
+            jobs_folder=None if folder is None else folder / JOBS, deadline=spend.deadline,
+            checkpoints=folder / CHECKPOINTS if folder is not None and settings.checkpoints
+            else None)
 
     def run(self, prompt: str) -> RunResult:
         """:meth:`send` ``prompt``, and what came of it."""
@@ -170,9 +174,12 @@ class Agent:
         being read (what it cost is counted) or, once the tool running now has ended, the
         run."""
         self._tell_job_ends()
-        with telemetry.current().turn(self.model):
-            outcome = await adrive(self._turn(prompt), self.reader.aread,
-                                   self.settings.executor)
+        try:
+            with telemetry.current().turn(self.model):
+                outcome = await adrive(self._turn(prompt), self.reader.aread,
+                                       self.settings.executor)
+        finally:
+            self._end_turn()
         if outcome is Outcome.TIME_LIMIT:
             await in_thread(self.session.stop_jobs, self.settings.executor)
         return outcome
@@ -180,10 +187,19 @@ class Agent:
     def resume(self, prompt: str | None = None) -> Outcome:
         """Continue from the current state (after a resume, or after tool results), or
         from ``prompt``. A time limit ends the background jobs too."""
-        outcome = drive(self._turn(prompt), self.reader.read, self.settings.sleep)
+        try:
+            outcome = drive(self._turn(prompt), self.reader.read, self.settings.sleep)
+        finally:
+            self._end_turn()
         if outcome is Outcome.TIME_LIMIT:
             self.session.stop_jobs()
         return outcome
+
+    def _end_turn(self) -> None:
+        """Record the workspace as the turn left it, where checkpoints are kept: what
+        changes after this is the user's (or a job's), which an undo asks before losing."""
+        if self.session.checkpoints is not None:
+            self.session.checkpoints.end_turn()
 
     def _tell_job_ends(self) -> None:
         """One line for each background job that ended since the model last heard of it."""

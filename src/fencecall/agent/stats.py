@@ -23,7 +23,9 @@ TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_writ
 
 @dataclass(slots=True)
 class ToolStats:
-    """One tool's calls: how many, how many failed or were denied, and how long they took."""
+    """One tool's calls: how many, how many failed (an error, an interruption, or a command
+    that exited non-zero) or were denied, and how long they took (the tool's time, not the
+    time a confirmation waited for its answer)."""
 
     calls: int = 0
     failures: int = 0
@@ -131,7 +133,7 @@ def _follow_jobs(message: Message, started: set[int], fates: dict[int, str]) -> 
 def _count_call(stats: Stats, call: CallRecord) -> None:
     entry = stats.tools.setdefault(call.tool, ToolStats())
     entry.calls += 1
-    entry.failures += call.status in FAILED
+    entry.failures += call.status in FAILED or (call.status is None and bool(call.exit_code))
     entry.denials += call.status in DENIED
     if call.status not in DENIED:
         entry.durations.append(call.duration_s)

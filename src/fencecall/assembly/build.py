@@ -13,6 +13,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, ConfigError, check_apart
@@ -66,7 +67,7 @@ def environment(settings: RunSettings, config: Config, secrets: Mapping[str, str
     """The run's environment: the workspace made if missing, the roots refused if they hold
     fencecall's home or its configuration file or lie in the home (see :func:`check_apart`),
     and the sandbox chosen (where it cannot run, ``warn`` says the fallback)."""
-    settings.workspace.mkdir(parents=True, exist_ok=True)
+    make_workspace(settings.workspace)
     check_apart(config, [("the workspace", settings.workspace),
                          *(("the --root folder", root) for root in settings.roots[1:])])
     sandbox, warning = choose_sandbox(settings.sandbox, settings.roots,
@@ -74,6 +75,30 @@ def environment(settings: RunSettings, config: Config, secrets: Mapping[str, str
     if warning:
         warn(warning)
     return Environment(settings, dict(secrets), sandbox)
+
+
+_KERNEL_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def make_workspace(folder: Path) -> None:
+    """Make the workspace if only its last folder is missing; refuse one that is a file, a
+    kernel folder (``/proc``, ``/sys``, ``/dev``), or whose parent is missing too: a typo
+    must not make a tree of folders from the root."""
+    real = folder.expanduser().resolve()
+    if any(real.is_relative_to(kernel) for kernel in _KERNEL_FOLDERS):
+        raise ConfigError(f"the workspace {folder} is in a kernel folder ({real}): choose a "
+                          "folder of files")
+    if real.is_dir():
+        return
+    if real.exists():
+        raise ConfigError(f"the workspace {folder} is not a folder")
+    if not real.parent.is_dir():
+        raise ConfigError(f"the workspace {folder} does not exist and neither does its folder "
+                          f"{real.parent}: make it first (mkdir -p) or choose another")
+    try:
+        real.mkdir()
+    except OSError as err:
+        raise ConfigError(f"cannot make the workspace {folder}: {err.strerror}") from None
 
 
 _prepared = environment
@@ -201,13 +226,14 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
           sleep: Callable[[float], None] = time.sleep,
           account: Account | None = None, secrets: Mapping[str, str] | None = None,
           tokens: TokenCounter | None = None, executor: Executor | None = None,
-          interruptible: bool = False) -> Agent:
+          interruptible: bool = False, checkpoints: bool = False) -> Agent:
     """The agent loop of a run, its spend counted from now and held to the settings'
     limits, and to a budget shared with other runs (``account``, a batch's) where given;
     ``sleep`` waits out a retry's backoff and a shared budget held by other runs;
     ``secrets`` hold the API keys a token counter may need (default: the environment);
     ``tokens`` is the model's counter where runs share one (default: :func:`counter`);
-    ``executor`` and ``interruptible`` as in :class:`~fencecall.agent.AgentSettings`."""
+    ``executor``, ``interruptible`` and ``checkpoints`` as in
+    :class:`~fencecall.agent.AgentSettings`."""
     from ..accounting import Spend
     from ..agent import Agent, AgentSettings
 
@@ -217,7 +243,7 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
         sampling=settings.sampling, compact=settings.compact,
         context_window=settings.context_window, compaction=settings.compaction,
         result_share=settings.result_share, autonomous=settings.autonomous,
-        interruptible=interruptible, sleep=sleep, executor=executor)
+        interruptible=interruptible, sleep=sleep, executor=executor, checkpoints=checkpoints)
     return Agent(model, settings.model_name, run_session, conversation, how, on_event=on_event,
                  counter=tokens or counter(settings, config, secrets),
                  spend=Spend(pricing(settings, model), settings.limits, account=account,
@@ -259,7 +285,8 @@ def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
     """A whole run: the provider, then the :func:`tool_session`, then the conversation
     (``conversation()`` makes or opens it only once the run's environment stands, so a
     refused run leaves no log behind; default: one in memory), then the agent
-    (``interruptible`` as in :class:`~fencecall.agent.AgentSettings`). The tools run in
+    (``interruptible`` as in :class:`~fencecall.agent.AgentSettings`), which keeps
+    checkpoints of the workspace where the conversation has a folder. The tools run in
     ``environment`` where given (see :func:`tool_session`)."""
     secrets = own_secrets(config) if secrets is None else secrets
     model = provider(settings, config, secrets, warn=warn)
@@ -271,4 +298,4 @@ def assemble(settings: RunSettings, config: Config, *, confirm: ConfirmFunc,
         run_session.close()
         raise
     return agent(settings, config, model, run_session, log, on_event=on_event, secrets=secrets,
-                 interruptible=interruptible)
+                 interruptible=interruptible, checkpoints=True)

@@ -50,7 +50,7 @@ class TaskStarted:
 BatchEvent = TaskStarted | TaskResult | GateStats
 """A task began, a task ended, or the model requests now (in flight, waiting, retried so
 far: every provider's gate together, said every :data:`REQUESTS_EVERY` seconds while it
-changes)."""
+changes, and at the end)."""
 
 REQUESTS_EVERY = 1.0
 """Seconds between looks at the providers' gates (for :data:`BatchEvent`)."""
@@ -167,6 +167,9 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
                     finished.append(future.result())
         while finished:  # stopped: what did finish still counts
             yield finished.pop(0)
+        now = GateStats.total(gate.stats() for gate in runner.gates())
+        if now != requests:  # the last word on requests is the end's, not a stale look's
+            yield now
     finally:
         if stopping is not None:
             stopping.cancel()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -227,12 +228,20 @@ def parse_tasks(lines: Iterable[str], *, base: Path | None = None,
 
 
 def load_tasks(path: Path) -> list[Task]:
-    """The tasks of a JSONL file; relative workspaces are read against its folder."""
+    """The tasks of a JSONL file (``-``: standard input, relative workspaces then read against
+    the current folder; else against the file's); a file with none is an error, not a batch
+    that did nothing."""
+    piped = str(path) == "-"
+    source = "standard input" if piped else str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = sys.stdin.read() if piped else path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise TaskError(f"{path}: cannot read the tasks file ({err})") from None
-    return parse_tasks(text.splitlines(), base=path.resolve().parent, source=str(path))
+        raise TaskError(f"{source}: cannot read the tasks ({err})") from None
+    tasks = parse_tasks(text.splitlines(), base=Path.cwd() if piped else path.resolve().parent,
+                        source=source)
+    if not tasks:
+        raise TaskError(f"{source}: no tasks (one JSON object a line: id, prompt, ...)")
+    return tasks
 
 
 def check_unique(tasks: Iterable[Task]) -> list[Task]:

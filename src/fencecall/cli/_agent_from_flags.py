@@ -25,6 +25,12 @@ from .visible import visible
 from .visible import warn as warn_on_stderr
 
 
+def settle_resume(args: argparse.Namespace, config: Config) -> None:
+    """``--continue``: the latest conversation, as if ``--resume`` had named it."""
+    if getattr(args, "continue_latest", False):
+        args.resume = Conversation.latest(config.home)
+
+
 def _resumed(args: argparse.Namespace, config: Config, flags: Overrides,
              say: Say) -> tuple[Conversation | None, Overrides]:
     """The conversation ``--resume`` names, its notes said once, and what its remembered

@@ -27,8 +27,8 @@ DEFAULT_FORMAT = "markdown"
 """The ``--format`` of ``parse`` and ``run``: the name of :data:`fencecall.parsing.MARKDOWN`
 (written out so that ``--help`` loads no format to learn it; a test checks it)."""
 
-COMMANDS = ("parse", "run", "chat", "list", "stats", "export", "tools", "mcp", "batch", "eval",
-            "acp")
+COMMANDS = ("parse", "run", "chat", "list", "rewind", "stats", "export", "tools", "mcp",
+            "batch", "eval", "acp")
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 SANDBOX_POLICIES = ("read-only", "workspace-write", "off")
 """Strictest first: ``--resume`` restores no policy looser than the one in force."""
@@ -230,7 +230,10 @@ def _add_chat_commands(commands: Commands) -> None:
         description="Chat with a model that uses tools. With PROMPT, work on it and exit.")
     chat.add_argument("prompt", nargs="*", help="run non-interactively on this prompt")
     chat.add_argument("--name", help="name for a new conversation")
-    chat.add_argument("--resume", "-r", metavar="NAME", help="continue a conversation")
+    resume = chat.add_mutually_exclusive_group()
+    resume.add_argument("--resume", "-r", metavar="NAME", help="continue a conversation")
+    resume.add_argument("--continue", "-c", dest="continue_latest", action="store_true",
+                        help="continue the latest conversation")
     _add_model_options(chat)
     _add_output_options(chat)
     chat.add_argument("--autonomous", action=argparse.BooleanOptionalAction, default=None,
@@ -240,6 +243,7 @@ def _add_chat_commands(commands: Commands) -> None:
     _add_tool_options(chat, None)
     chat.set_defaults(handler="fencecall.cli._chat_cmd:run")
 
+    _add_rewind(commands)
     stats = commands.add_parser(
         "stats", help="tool failures, durations, tokens and cost of conversations",
         description="Per tool: calls, failures, denials and p50/p95 duration; per model: "
@@ -256,6 +260,22 @@ def _add_chat_commands(commands: Commands) -> None:
                     "why, and the state of each MCP server.")
     _add_tool_options(tools, None)
     tools.set_defaults(handler="fencecall.cli._tools_cmd:run")
+
+
+def _add_rewind(commands: Commands) -> None:
+    """``rewind``: a conversation and its workspace back to before one of its turns."""
+    rewind = commands.add_parser(
+        "rewind", help="list a conversation's turns, or go back to before one",
+        description="Without TURN, list the turns of CONVERSATION. With TURN, remove that "
+                    "turn and those after it, and put the workspace's files back as they "
+                    "were before it (from the checkpoints recorded before each call that "
+                    "could write). Refuses when a file changed since it was recorded, "
+                    "naming it, unless --force.")
+    rewind.add_argument("conversation", metavar="CONVERSATION")
+    rewind.add_argument("turn", metavar="TURN", nargs="?", type=_at_least(1), default=None)
+    rewind.add_argument("--force", action="store_true",
+                        help="overwrite files changed since they were recorded")
+    rewind.set_defaults(handler="fencecall.cli._rewind:run")
 
 
 def _add_export(commands: Commands) -> None:
@@ -306,7 +326,8 @@ def _add_batch(commands: Commands) -> None:
                     "again with the same --out to resume: finished tasks are skipped. Nobody "
                     "is asked: with -y every call runs (in the sandbox), without it calls "
                     "that need a yes are declined.")
-    batch.add_argument("tasks", metavar="TASKS", type=_path, help="the tasks, one JSON a line")
+    batch.add_argument("tasks", metavar="TASKS", type=_path,
+                       help="the tasks, one JSON a line (- for standard input)")
     batch.add_argument("--out", "-o", type=_path, required=True, metavar="RESULTS",
                        help="results file (JSONL), appended to; its tasks are not run again")
     batch.add_argument("--concurrency", "-j", type=_at_least(1), default=CONCURRENCY,
@@ -443,5 +464,11 @@ def _add_editor_commands(commands: Commands) -> None:
     _add_tool_options(editors, None)
     editors.set_defaults(handler="fencecall.acp._command:run")
 
-    listing = commands.add_parser("list", help="list saved conversations")
+    listing = commands.add_parser(
+        "list", help="list saved conversations, or delete them",
+        description="The saved conversations, most recently changed first: name, time of the "
+                    "last change, messages and the first prompt.")
+    listing.add_argument("--json", action="store_true", help="one JSON object a line")
+    listing.add_argument("--delete", nargs="+", metavar="NAME",
+                         help="delete these conversations (their logs and files)")
     listing.set_defaults(handler="fencecall.cli._chat_cmd:list_conversations")

@@ -9,6 +9,7 @@ tool ends it done); a chat never is, since the person in it decides when the tas
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -20,7 +21,8 @@ from ..agent.conversation import PRIVATE_FILE, private_folder
 from ..config import Config, load_config
 from ..message import Outcome
 from ..providers import ProviderError
-from ._agent_from_flags import Frontend, build_agent
+from ._agent_from_flags import Frontend, build_agent, settle_resume
+from ._inputs import piped_prompt
 from ._title import show_running_tools
 from .confirm_prompt import choose_confirm
 from .display import Display
@@ -31,7 +33,19 @@ from .visible import visible_text
 def list_conversations(args: argparse.Namespace) -> int:
     config = load_config()
     console = Console(highlight=False)
+    if args.delete:
+        for name in args.delete:
+            Conversation.open(config.home, name)  # every name checked before any is deleted
+        for name in args.delete:
+            Conversation.delete(config.home, name)
+            console.print(visible_text(f"Deleted {name}."))
+        return 0
     infos = Conversation.list_all(config.home)
+    if args.json:
+        for info in infos:
+            print(json.dumps({"name": info.name, "modified": info.modified.isoformat(),
+                              "messages": info.messages, "first_prompt": info.first_prompt}))
+        return 0
     if not infos:
         console.print(f"No conversations yet in {Conversation.logs_dir(config.home)}.")
     for info in infos:
@@ -46,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
         return run_headless(args)
     config = load_config()
+    settle_resume(args, config)
     with telemetry.using(telemetry.from_settings(config.telemetry,
                                                  content=config.telemetry_content)):
         return _run(args, config)
@@ -54,15 +69,15 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace, config: Config) -> int:
     console = Console(highlight=False)
     display = Display(console)
+    piped = None if args.prompt or sys.stdin.isatty() else piped_prompt(resuming=bool(args.resume))
     agent = build_agent(args, config, Frontend(choose_confirm(console, yes=args.yes), display))
     outcome = Outcome.DONE
     try:
         if args.prompt:
             outcome = agent.send(" ".join(args.prompt))
-        elif not sys.stdin.isatty():
-            prompt = sys.stdin.read().strip()
-            if prompt:
-                outcome = agent.send(prompt)
+        elif piped is not None:
+            if piped:
+                outcome = agent.send(piped)
             elif agent.conversation.messages:
                 outcome = agent.resume()
         else:

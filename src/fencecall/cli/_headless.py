@@ -23,6 +23,7 @@ from ..config import Config, load_config
 from ..errors import UserError
 from ..execution import auto_no, auto_yes
 from ..message import Outcome
+from ._inputs import piped_prompt
 from ._stream_json import (
     JsonLines,
     RunEvents,
@@ -72,7 +73,7 @@ def _check(args: argparse.Namespace, streaming: bool) -> None:
 
 
 def _run(args: argparse.Namespace, config: Config, lines: JsonLines) -> int:
-    from ._agent_from_flags import Frontend, build_agent
+    from ._agent_from_flags import Frontend, build_agent, settle_resume
 
     def prices(model: str) -> Any:
         return config.model_settings(model).price
@@ -80,14 +81,16 @@ def _run(args: argparse.Namespace, config: Config, lines: JsonLines) -> int:
     events = RunEvents(lines, prices, partial=args.include_partial)
     frontend = Frontend(auto_yes if args.yes else auto_no, events, say_json("notice"),
                         say_json("warning"))
+    settle_resume(args, config)
+    prompt = None if args.input_format == "stream-json" else " ".join(args.prompt) \
+        if args.prompt else piped_prompt(resuming=bool(args.resume))
     agent = build_agent(args, config, frontend)
     try:
         events.attach(agent.session.toolchain, agent.conversation.name)
         lines.write(init_event(agent.session, f"{agent.provider.name}/{agent.model}",
                                agent.format.name, yes=args.yes))
-        if args.input_format == "stream-json":
+        if prompt is None:
             return _turns(agent, lines, prices, sys.stdin)
-        prompt = " ".join(args.prompt) if args.prompt else sys.stdin.read().strip()
         return _turn(agent, lines, prices, prompt)
     finally:
         agent.session.close()

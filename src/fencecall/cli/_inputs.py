@@ -32,3 +32,13 @@ def read_text(name: str) -> str:
     if b"\x00" in data:
         print(f"fencecall: warning: {name} looks binary; parsing it as text", file=sys.stderr)
     return data.decode("utf-8", errors="replace")
+
+
+def piped_prompt(*, resuming: bool) -> str:
+    """The prompt piped on standard input. An empty one continues a resumed conversation
+    and is refused otherwise: a run that was given nothing to do must not pass for done."""
+    prompt = sys.stdin.read().strip()
+    if not prompt and not resuming:
+        raise InputError("no prompt: standard input was empty (give a PROMPT, pipe one, or "
+                         "--resume a conversation)")
+    return prompt

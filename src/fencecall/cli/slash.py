@@ -1,4 +1,5 @@
-"""Slash commands in the chat: /help, /tools, /undo, /log, /exit and tools' own commands."""
+"""Slash commands in the chat: /help, /tools, /undo, /rewind, /log, /exit and tools' own
+commands."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 
 from ..agent import Agent
 from ..agent.stats import collect
+from ._rewind import conversation_turns, edited_question, go_back, turn_lines
 from ._tools_cmd import server_lines
 from .display import Display
 from .visible import visible_text
@@ -41,10 +43,63 @@ def _undo(agent: Agent, display: Display, arg: str) -> None:
     try:
         count = int(arg) if arg else 1
     except ValueError:
-        display.console.print("usage: /undo [N]", markup=False)
+        count = 0
+    if count < 1:
+        display.console.print("usage: /undo [N]: undo the last N turns (default 1)",
+                              markup=False)
         return
-    removed = agent.conversation.undo(count)
-    display.console.print(f"Removed {len(removed)} message(s).")
+    found = conversation_turns(agent.conversation, agent.session.checkpoints)
+    if count > len(found):
+        have = (f"there {'is' if len(found) == 1 else 'are'} only {len(found)}" if found
+                else "there are none yet")
+        all_of = f"; /undo {len(found)} undoes them all" if found else ""
+        display.console.print(f"Nothing was undone: you asked to undo {count} "
+                              f"turn{'' if count == 1 else 's'}, but "
+                              f"{have}{all_of} (/rewind lists them).", markup=False)
+        return
+    _go_back(agent, display, len(found) - count + 1)
+
+
+def _rewind(agent: Agent, display: Display, arg: str) -> None:
+    found = conversation_turns(agent.conversation, agent.session.checkpoints)
+    if not found:
+        display.console.print("No turns yet.", markup=False)
+        return
+    if not arg:
+        for line in turn_lines(found):
+            display.console.print(visible_text(line))
+        answer = _ask(display, f"Go back to before which turn? (1-{len(found)}, Enter: "
+                               "none) ")
+        if answer is None:
+            display.console.print("/rewind TURN goes back to before that turn.", markup=False)
+        if not answer or not answer.strip():
+            return
+        arg = answer.strip()
+    if not arg.isdigit() or not 1 <= int(arg) <= len(found):
+        display.console.print(f"usage: /rewind [TURN], a turn from 1 to {len(found)}",
+                              markup=False)
+        return
+    _go_back(agent, display, int(arg))
+
+
+def _go_back(agent: Agent, display: Display, number: int) -> None:
+    def overwrite(paths: list[str]) -> bool:
+        answer = _ask(display, edited_question(paths))
+        return answer is not None and answer.strip().lower() in ("y", "yes")
+
+    for line in go_back(agent.conversation, agent.session.checkpoints, number, overwrite):
+        display.console.print(visible_text(line))
+
+
+def _ask(display: Display, question: str) -> str | None:
+    """The person's answer (end of input: empty); None where nobody can be asked here (an
+    editor's session, whose input is the protocol)."""
+    if not display.console.is_terminal:
+        return None
+    try:
+        return display.console.input(visible_text(question))
+    except EOFError:
+        return ""
 
 
 def _log(agent: Agent, display: Display, arg: str) -> None:
@@ -91,7 +146,8 @@ def _exit(agent: Agent, display: Display, arg: str) -> None:
 COMMANDS: dict[str, Slash] = {
     "help": Slash("show the commands", _help),
     "tools": Slash("list the loaded tools", _tools),
-    "undo": Slash("remove the last N messages (default 1)", _undo),
+    "undo": Slash("undo the last N turns (default 1): messages and file changes", _undo),
+    "rewind": Slash("list the turns and go back to before one", _rewind),
     "log": Slash("show the conversation so far", _log),
     "mcp": Slash("the MCP servers and their state", _mcp),
     "usage": Slash("tools' failures and durations, tokens and cost so far", _usage),

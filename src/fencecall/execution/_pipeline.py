@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from .. import telemetry
@@ -189,10 +189,10 @@ def _execute(session: CallRunner, use: ToolUse, history: tuple[Message, ...]) ->
         arguments=session.redact(_written(use.call)) if content else None)
     held: Message | None = None
     failure: tuple[int, Message] | None = None
-    raised = _Raised()
+    seen = _Seen()
     record = CallRecord(use.tool, Status.INTERRUPTED, 0.0, "GeneratorExit")
     try:
-        for index, message in enumerate(_results(session, use, history, raised)):
+        for index, message in enumerate(_results(session, use, history, seen)):
             if held is not None:
                 yield held
             held = message.tagged(use.call.call_id, use.tool)
@@ -200,8 +200,8 @@ def _execute(session: CallRunner, use: ToolUse, history: tuple[Message, ...]) ->
                 failure = index, held
         record = CallRecord(use.tool, None, 0.0)
         if held is not None:
-            error_type = raised.name if failure and failure[0] == raised.at else None
-            record = call_record(held, time.monotonic() - started,
+            error_type = seen.raised if failure and failure[0] == seen.at else None
+            record = call_record(held, time.monotonic() - started - sum(seen.asked),
                                  failure and failure[1], error_type)
             ends = use.spec is not None and use.spec.ends_run and failure is None
             yield replace(held, call=record, note=Completion() if ends else held.note)
@@ -223,11 +223,14 @@ def _recorded(result: Message) -> Message:
 
 
 @dataclass(slots=True)
-class _Raised:
-    """The exception a tool raised: its name, and which of the call's results reports it."""
+class _Seen:
+    """What the record of a call needs from its run: the name of the exception a tool
+    raised and which of the call's results reports it, and the seconds its confirmations
+    waited for an answer (not the tool's time)."""
 
-    name: str | None = None
+    raised: str | None = None
     at: int | None = None
+    asked: list[float] = field(default_factory=list)
 
 
 def call_record(last: Message, duration: float, failure: Message | None = None,
@@ -244,7 +247,7 @@ def call_record(last: Message, duration: float, failure: Message | None = None,
 
 
 def _results(session: CallRunner, use: ToolUse, history: tuple[Message, ...],
-             raised: _Raised) -> Iterator[Message]:
+             seen: _Seen) -> Iterator[Message]:
     spec = use.spec
     if spec is None and (missing := not_loaded(use.call, session.toolchain)) is not None:
         yield system(notice([(use.call, missing)], "", session.toolchain), Status.ERROR,
@@ -263,7 +266,7 @@ def _results(session: CallRunner, use: ToolUse, history: tuple[Message, ...],
     except ToolError as err:
         yield system(f"Invalid call: {err}", Status.ERROR)
         return
-    invocation = ToolInvocation(use.call, spec, kwargs, session)
+    invocation = ToolInvocation(use.call, spec, kwargs, session, seen.asked)
     results: list[Message] = []
     started = time.monotonic()
     error: BaseException | None = None
@@ -286,11 +289,11 @@ def _results(session: CallRunner, use: ToolUse, history: tuple[Message, ...],
         error = err
         message = system(f"Error while running {spec.name}: {type(err).__name__}: {err}",
                          Status.ERROR)
-        raised.name, raised.at = type(err).__name__, len(results)
+        seen.raised, seen.at = type(err).__name__, len(results)
         results.append(message)
         yield message
     post = session.hooks.run(TOOL_POST_EXECUTE, ToolPostExecute(
-        invocation, tuple(results), time.monotonic() - started, error))
+        invocation, tuple(results), time.monotonic() - started - sum(seen.asked), error))
     yield from post.messages
 
 

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..checkpoints import Checkpoints
 from ..defaults import BACKGROUND_AFTER, MAX_JOBS
 from ..environments import Environment
 from ..message import Message
@@ -131,6 +132,8 @@ class Session:
         self._closed = False
         self.permissions = permissions or Permissions()
         self.permissions.install(self._hooks)
+        self.checkpoints: Checkpoints | None = None
+        """The workspace's checkpoints, where the agent keeps them (see :meth:`serve_agent`)."""
         for spec in toolchain.tools:
             for hook in spec.hooks:
                 self._hooks.register(hook)
@@ -193,15 +196,21 @@ class Session:
             max_jobs=self._max_jobs, background_after=self._background_after))
 
     def serve_agent(self, *, output_limit: int = 0, jobs_folder: Path | None = None,
-                    deadline: float | None = None) -> None:
+                    deadline: float | None = None, checkpoints: Path | None = None) -> None:
         """What the agent that drives the session needs, given once as it is built (never
         per run): tools keep up to ``output_limit`` characters of output (at least the
         default; for an agent that saves huge results to files, so the files hold all of
         it); the jobs' logs go to ``jobs_folder`` (a conversation's own folder, which no tool
         writes; made private at the first job) rather than a temporary one; and the run's
-        time limit is ``deadline`` (a :func:`time.monotonic` instant). Call it before the
-        first tool runs: shells and jobs started earlier keep what they were given."""
+        time limit is ``deadline`` (a :func:`time.monotonic` instant). With ``checkpoints``
+        (a folder of the conversation's), the workspace is recorded there before each call
+        that can write, fencecall's folders beside it left out. Call it before the first tool
+        runs: shells and jobs started earlier keep what they were given."""
         self._output_limit = max(self._output_limit, output_limit)
+        if checkpoints is not None and self.checkpoints is None:
+            self.checkpoints = Checkpoints(checkpoints, self._workspace,
+                                           excluded=(checkpoints.parent,))
+            self.checkpoints.install(self._hooks)
         if jobs_folder is not None:
             self._job_logs = jobs_folder
         self._deadline = deadline

@@ -2,14 +2,16 @@
 
 Allowlist entries are tool names, ``fnmatch`` globs (``mcp.*``), ``hint:TAG`` (every tool
 carrying that hint), or paths to ``.py`` files. Tools marked ``disabled_by_default`` load
-only when named exactly. A name that matches nothing is an error; a named tool that is not
-available here is a warning. A Toolchain is immutable, so sessions in different threads
-each hold their own and never see each other's tools. It also remembers the known tools it
-left out, so that a call of one is told it did not run rather than taken for plain text.
+only when named exactly. A name, or a hint, that matches nothing is an error (with the nearest
+one); a named tool that is not available here is a warning. A Toolchain is immutable, so
+sessions in different threads each hold their own and never see each other's tools. It also
+remembers the known tools it left out, so that a call of one is told it did not run rather
+than taken for plain text.
 """
 
 from __future__ import annotations
 
+import difflib
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -168,9 +170,8 @@ def _select(entry: str, known: list[ToolSpec], root: Path | None) -> list[ToolSp
         return load_from_file(entry, root=root)
     hits = [spec for spec in known if matches(spec, entry)]
     explicit = not entry.startswith("hint:") and not is_glob(entry)
-    if explicit and not hits:
-        names = ", ".join(sorted(s.name for s in known)) or "none"
-        raise UnknownToolError(f"unknown tool {entry!r}; known tools: {names}")
+    if not hits:
+        _refuse_unknown(entry, known)
     selected = []
     for spec in hits:
         if spec.disabled_by_default and not explicit:
@@ -184,6 +185,25 @@ def _select(entry: str, known: list[ToolSpec], root: Path | None) -> list[ToolSp
     if not explicit and not selected:
         warnings.warn(f"fencecall: {entry!r} matched no available tool", stacklevel=3)
     return selected
+
+
+def _refuse_unknown(entry: str, known: list[ToolSpec]) -> None:
+    """Raise for an entry that names no known tool, with the nearest name: a name, or a hint
+    no tool carries. A glob matching nothing, or an MCP server's hint (its server may have
+    failed to start), is left to the caller's warning."""
+    if entry.startswith("hint:"):
+        tag, choices = entry[5:], sorted({hint for spec in known for hint in spec.hints})
+        if tag in choices or tag.startswith("mcp:"):
+            return
+        what = f"no tool has the hint {tag!r}"
+    elif is_glob(entry):
+        return
+    else:
+        tag, choices = entry, sorted({spec.name for spec in known})
+        what = f"unknown tool {entry!r}"
+    close = difflib.get_close_matches(tag, choices, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(choices) or 'none'}"
+    raise UnknownToolError(f"{what}; {hint}")
 
 
 def _initialise(spec: ToolSpec) -> ToolSpec:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import time
 import types
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -325,11 +326,18 @@ class ToolInvocation:
     spec: ToolSpec
     kwargs: Mapping[str, Any]
     context: ToolContext
+    asked: list[float] = field(default_factory=list, compare=False, repr=False)
+    """The seconds each confirmation waited for its answer: a person's time at the prompt is
+    not the tool's, and is left out of the call's duration."""
 
     def confirm(self, question: str, preview: str | None = None) -> bool:
         """Ask the user (tools call this for confirmations of their own)."""
-        return self.context.confirm(ConfirmRequest(self.spec.name, self.call, question,
-                                                   self.kwargs, preview))
+        started = time.monotonic()
+        try:
+            return self.context.confirm(ConfirmRequest(self.spec.name, self.call, question,
+                                                       self.kwargs, preview))
+        finally:
+            self.asked.append(time.monotonic() - started)
 
 
 def render_call(spec: ToolSpec, kwargs: Mapping[str, Any], fmt: FormatLike,
