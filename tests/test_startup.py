@@ -27,8 +27,9 @@ NOT_FOR_HELP = (*HEAVY, "rich", "pygments", "fencecall.parsing._scanner",
 NOT_FOR_A_RUN = ("openai", "anthropic", "mcp", "opentelemetry", "asyncio",
                  "fencecall.environments._container", "fencecall.tools.mcp",
                  "fencecall.tools.user_hooks._adapters", "fencecall.accounting._billing",
-                 "fencecall.accounting.tokens", "fencecall.agent.loop", "fencecall.providers")
-"""A saved reply's run uses no model, container, MCP server or user hook (none is set)."""
+                 "fencecall.accounting.tokens", "fencecall.agent.loop", "fencecall.providers",
+                 "fencecall.checkpoints")
+"""A saved reply's run uses no model, container, MCP server, user hook or checkpoint."""
 
 _MODULES_AFTER = """
 import json, sys
