@@ -10,6 +10,7 @@ without debootstrap) skips the tests that need it, saying why; ``.ci/run`` insta
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -57,6 +58,41 @@ def build_base(cli: ContainerCli) -> None:
                                 'CMD ["/bin/bash"]', "-", BASE_IMAGE),
                        stdin=tar.stdout, check=True, capture_output=True, timeout=300)
         assert tar.wait() == 0
+
+
+DOCKER_SHIM = r"""#!/bin/sh
+# docker as fencecall sees it: podman behind (with the runtime this machine needs, as a
+# docker daemon has its own), refusing the flags only podman has.
+refuse() { echo "unknown flag: $1" >&2; exit 125; }
+case "$1" in --runtime*) refuse "$1";; esac
+for arg; do case "$arg" in --preserve-fds*) refuse "$arg";; esac; done
+if [ "$1" = rm ]; then for arg; do case "$arg" in --time*) refuse "$arg";; esac; done; fi
+if [ "$1" = version ]; then
+    printf 'Client: Docker Engine - Community\n Version: 24.0.7\n'; exit 0
+fi
+exec podman --runtime runc "$@"
+"""
+
+
+def docker_shim(folder: Path) -> Path:
+    """A folder holding an executable ``docker`` (:data:`DOCKER_SHIM`): put first on PATH,
+    fencecall's ``docker`` is podman without podman's own flags. Docker cannot be installed
+    here; this tests the path docker takes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shim = folder / "docker"
+    shim.write_text(DOCKER_SHIM)
+    shim.chmod(0o755)
+    return folder
+
+
+@pytest.fixture
+def docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ContainerCli:
+    """The container CLI ``docker``, found on PATH: the shim of :func:`docker_shim`."""
+    shims = docker_shim(tmp_path / "shims")
+    monkeypatch.setenv("PATH", f"{shims}:{os.environ['PATH']}")
+    cli = choose_container_cli("docker")
+    assert (cli.program, cli.path) == ("docker", str(shims / "docker"))
+    return cli
 
 
 @pytest.fixture(scope="session")

@@ -27,10 +27,11 @@ _PR_SET_DUMPABLE = 4
 
 
 def tool_environment(source: Mapping[str, str], extra: Iterable[str] = (), *,
-                     secret_names: Iterable[str] = ()) -> dict[str, str]:
-    """The variables of ``source`` named in the allowlist or ``extra`` (names or globs such
+                     secret_names: Iterable[str] = (),
+                     allowlist: Iterable[str] = TOOL_ENV_ALLOWLIST) -> dict[str, str]:
+    """The variables of ``source`` named in ``allowlist`` or ``extra`` (names or globs such
     as ``LC_*``), never one in ``secret_names``, even when a glob would admit it."""
-    admitted = _matcher((*TOOL_ENV_ALLOWLIST, *extra))
+    admitted = _matcher((*allowlist, *extra))
     hidden = frozenset(secret_names)
     return {name: value for name, value in source.items()
             if name not in hidden and admitted(name)}

@@ -45,3 +45,25 @@ def test_a_task_with_an_image_works_in_a_container_removed_at_its_end_or_timeout
     [every] = run_batch([task("all")], inside)  # the batch's --env, for tasks without image
     assert every.status == "done" and "/work" in Path(str(every.log)).read_text()
     assert mine() == []
+
+
+LIMITS = ("cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes "
+          "/sys/fs/cgroup/cpu.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null; true")
+
+
+def test_a_task_s_cpus_and_memory_mb_limit_its_container(
+        base_image: str, script: Script, options: BatchOptions) -> None:
+    """Seen from inside, in cgroup v1's files or v2's: 256 MB, half a CPU (50 ms in 100)."""
+    script.shell_then_answer("small", LIMITS)
+    script.shell_then_answer("free", LIMITS)
+    script.shell_then_answer("bare", "echo never runs")
+    results = {r.id: r for r in run_batch(
+        [task("small", image=base_image, cpus=0.5, memory_mb=256),
+         task("free", image=base_image), task("bare", cpus=1)], options)}
+    small = Path(str(results["small"].log)).read_text()
+    assert str(256 * 1024 * 1024) in small and "50000" in small
+    free = Path(str(results["free"].log)).read_text()
+    assert str(256 * 1024 * 1024) not in free and "50000" not in free
+    bare = results["bare"]
+    assert bare.status == "error" and "give the task an image" in str(bare.error)
+    assert mine() == []

@@ -25,7 +25,7 @@ def test_tasks_are_read_with_their_settings(tmp_path: Path) -> None:
         tmp_path / "tasks.jsonl",
         {"id": "a", "prompt": "p", "workspace": "repo", "model": "local/x",
          "tools": "shell, save", "format": "xml", "max_steps": 3, "task_timeout": 1.5,
-         "metadata": {"k": [1]}},
+         "metadata": {"k": [1]}, "image": "img", "cpus": 1.5, "memory_mb": 512},
         "",
         {"id": 7, "prompt": "q", "workspace": {"files": {"src/a.py": "x = 1\n"}}},
         {"id": "c", "prompt": "r", "workspace": {"git": "repo", "ref": "main"}})
@@ -34,6 +34,7 @@ def test_tasks_are_read_with_their_settings(tmp_path: Path) -> None:
         "a", ("shell", "save"), "xml", 3, 1.5)
     assert a.workspace.path == (tmp_path / "repo").resolve()
     assert a.metadata == {"k": [1]}
+    assert (a.image, a.cpus, a.memory_mb, b.cpus, b.memory_mb) == ("img", 1.5, 512, None, None)
     assert b.id == "7" and b.workspace.files == {"src/a.py": "x = 1\n"}
     assert c.workspace.git == str((tmp_path / "repo").resolve()) and c.workspace.ref == "main"
 
@@ -50,6 +51,8 @@ def test_tasks_are_read_with_their_settings(tmp_path: Path) -> None:
      "timeout and task_timeout: timeout is the old name of task_timeout"),
     ('{"id": "a", "prompt": "p", "max_steps": 1.5}', "max_steps must be"),
     ('{"id": "a", "prompt": "p", "format": "yaml"}', "format must be"),
+    ('{"id": "a", "prompt": "p", "cpus": 0}', "cpus must be a positive number, got 0"),
+    ('{"id": "a", "prompt": "p", "memory_mb": 0.5}', "memory_mb must be a positive integer"),
     ('{"id": "a", "prompt": "p", "workspace": "missing"}', "is not a folder"),
     ('{"id": "a", "prompt": "p", "workspace": {"files": {"../x": ""}}}', "inside the"),
     ('{"id": "a", "prompt": "p", "workspace": {"ref": "v1"}}', "ref needs"),

@@ -8,11 +8,13 @@ sees is the container's, not the host's (a Debian bookworm too).
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from fencecall.environments import LABEL, ContainerEnvironment
 from fencecall.execution import auto_yes
 from fencecall.tools.runtime.shell_session import ShellSession
 
-from ..containers import base_image
+from ..containers import base_image, docker_shim
 from ..fakeserver import FakeModelServer, Reply
 from ..support import F
 from .conftest import CLI, cli_env, log_of
@@ -69,6 +71,28 @@ def before() -> Iterator[set[str]]:
     yield ours()
 
 
+@dataclass(frozen=True)
+class Via:
+    """The container CLI a run is told to use, and what its environment adds for it."""
+
+    name: str
+    env: dict[str, str]
+
+    @property
+    def args(self) -> list[str]:
+        return ["--container-cli", self.name]
+
+
+@pytest.fixture(params=["podman", "docker"])
+def via(request: pytest.FixtureRequest, tmp_path: Path) -> Via:
+    """podman, or docker: podman behind a shim first on PATH that refuses podman's own
+    flags (tests/containers.py), so the run takes docker's path."""
+    if request.param == "podman":
+        return Via("podman", {})
+    shims = docker_shim(tmp_path / "shims")
+    return Via("docker", {"PATH": f"{shims}:{os.environ['PATH']}"})
+
+
 def shell(command: str, timeout: int | None = None) -> Reply:
     return Reply(f"{F}shell{f' {timeout}' if timeout else ''}\n{command}\n{F}\n")
 
@@ -79,7 +103,7 @@ def results(tmp_path: Path, name: str) -> list[str]:
 
 def test_every_tool_acts_inside_the_container_and_it_is_removed_after(
         app_image: str, fencecall: CLI, tmp_path: Path, workspace: Path,
-        before: set[str]) -> None:
+        before: set[str], via: Via) -> None:
     replies = [
         shell("grep ^PRETTY_NAME= /etc/os-release; mkdir -p sub; cd sub; export GREETING=hi"),
         Reply(f"{F}save /app/sub/saved.txt\nsaved by the model\n{F}\n"),
@@ -95,10 +119,11 @@ def test_every_tool_acts_inside_the_container_and_it_is_removed_after(
         Reply("Done."),
     ]
     with FakeModelServer(replies) as server:
-        done = fencecall("-y", "--env", f"container:{app_image}", "--model", "local/m",
-                         "--name", "in", "--background-after", "1", "--tools",
+        done = fencecall("-y", *via.args, "--env", f"container:{app_image}", "--model",
+                         "local/m", "--name", "in", "--background-after", "1", "--tools",
                          "shell,ipython,save,patch,read,jobs", "work in the container",
-                         base_url=server.openai_url)
+                         base_url=server.openai_url,
+                         env=cli_env(tmp_path, server.openai_url, **via.env))
     assert done.returncode == 0, done.stderr
     release, saved, after, read, patched, python, job, waited, last = results(tmp_path, "in")
     assert "fencecall test image" in release, release
@@ -117,7 +142,7 @@ def test_every_tool_acts_inside_the_container_and_it_is_removed_after(
 
 def test_a_stop_ends_the_whole_command_inside_the_container(
         app_image: str, fencecall: CLI, tmp_path: Path, workspace: Path,
-        before: set[str]) -> None:
+        before: set[str], via: Via) -> None:
     processes = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"
     replies = [
         shell("(sleep 62 &); sleep 60; touch /app/after-shell", timeout=2),  # an orphan too
@@ -127,9 +152,10 @@ def test_a_stop_ends_the_whole_command_inside_the_container(
         Reply("Stopped."),
     ]
     with FakeModelServer(replies) as server:
-        done = fencecall("-y", "--env", f"container:{app_image}", "--model", "local/m",
-                         "--name", "stop", "--tools", "shell,ipython", "stop it",
-                         base_url=server.openai_url)
+        done = fencecall("-y", *via.args, "--env", f"container:{app_image}", "--model",
+                         "local/m", "--name", "stop", "--tools", "shell,ipython", "stop it",
+                         base_url=server.openai_url,
+                         env=cli_env(tmp_path, server.openai_url, **via.env))
     assert done.returncode == 0, done.stderr
     shell_stop, python_stop, listing = results(tmp_path, "stop")
     assert "Timed out after 2 s" in shell_stop, shell_stop

@@ -14,9 +14,6 @@ from fencecall.cli._arguments import build_parser
 from fencecall.cli.options import overrides_of
 from fencecall.config import Config, ConfigError, load_config
 from fencecall.environments import (
-    ContainerCli,
-    ContainerEnvironment,
-    ContainerUnavailable,
     EnvironmentChoice,
     parse_environment,
 )
@@ -77,12 +74,6 @@ def test_a_path_under_the_containers_working_folder_is_the_workspaces() -> None:
     assert in_workspace("src/x.py", inside) == "src/x.py"
     here = SimpleNamespace(environment=None)
     assert in_workspace("/app/x", here) == "/app/x"
-
-
-def test_docker_is_refused_for_an_environment_saying_why() -> None:
-    with pytest.raises(ContainerUnavailable, match="docker cannot pass descriptors"):
-        ContainerEnvironment.start("img", Path("/nonexistent"),
-                                   cli=ContainerCli("docker", "/bin/false"))
 
 
 def test_an_image_without_python3_is_named_as_the_reason() -> None:

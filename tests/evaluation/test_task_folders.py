@@ -67,8 +67,8 @@ env = { JUDGE = "${EVAL_TEST_JUDGE}" }
 [solution.env]
 MODE = "fast"
 
-[[steps]]
-name = "later"
+[[verifier.collect]]
+command = "later"
 
 [a_section_of_tomorrow]
 anything = 1
@@ -107,7 +107,8 @@ def test_a_schema_1_1_task_keeps_what_it_does_not_know(tmp_path: Path) -> None:
     assert task.agent_timeout is None and task.verifier_timeout == 600  # Harbor's defaults
     assert dict(task.solution_env) == {"MODE": "fast"}
     assert task.raw["a_section_of_tomorrow"] == {"anything": 1}
-    assert task.raw["steps"] == [{"name": "later"}] and task.raw["environment"]["gpus"] == 0
+    assert task.raw["verifier"]["collect"] == [{"command": "later"}]
+    assert task.raw["environment"]["gpus"] == 0 and task.steps == ()
 
 
 def test_the_network_is_on_unless_a_task_says_otherwise(tmp_path: Path) -> None:
@@ -115,8 +116,92 @@ def test_the_network_is_on_unless_a_task_says_otherwise(tmp_path: Path) -> None:
     assert read_task(task_folder(
         tmp_path, "b", '[environment]\nnetwork_mode = "no-network"\n')).environment.network \
         is False
-    with pytest.raises(TaskError, match=r"\[environment\] network_mode: 'allowlist'"):
-        read_task(task_folder(tmp_path, "c", '[environment]\nnetwork_mode = "allowlist"\n'))
+    assert read_task(task_folder(tmp_path, "c", "")).network_refusal is None
+    with pytest.raises(TaskError, match=r"\[environment\] network_mode: 'any' is none of"):
+        read_task(task_folder(tmp_path, "d", '[environment]\nnetwork_mode = "any"\n'))
+    with pytest.raises(TaskError, match=r"\[agent\] allowed_hosts: is only valid with"):
+        read_task(task_folder(tmp_path, "e", '[agent]\nallowed_hosts = ["pypi.org"]\n'))
+
+
+@pytest.mark.parametrize(("toml", "says"), [
+    ('[environment]\nnetwork_mode = "allowlist"\nallowed_hosts = ["pypi.org", "*.debian.org"]\n',
+     "[environment] network_mode = 'allowlist' (pypi.org, *.debian.org) cannot be enforced"),
+    ('[agent]\nnetwork_mode = "no-network"\n',
+     "[agent] network_mode = 'no-network' differs from the environment's 'public'"),
+    ('[environment]\nallow_internet = false\n[verifier]\nnetwork_mode = "public"\n',
+     "[verifier] network_mode = 'public' differs from the environment's 'no-network'"),
+    ('[[steps]]\nname = "one"\nverifier = { network_mode = "no-network" }\n',
+     "[[steps]] one: [verifier] network_mode = 'no-network' differs"),
+])
+def test_a_network_a_container_cannot_hold_is_refused_with_why(
+        tmp_path: Path, toml: str, says: str) -> None:
+    folder = task_folder(tmp_path, "net", toml)
+    (folder / "steps" / "one").mkdir(parents=True)
+    (folder / "steps" / "one" / "instruction.md").write_text("one")
+    refusal = read_task(folder).network_refusal
+    assert refusal is not None and says in refusal and "not run" in refusal
+
+
+STEPS = """\
+multi_step_reward_strategy = "final"
+[agent]
+timeout_sec = 30
+user = "agent"
+[verifier]
+user = 1000
+env = { SHARED = "1", OVER = "task" }
+[[steps]]
+name = "write"
+min_reward = 1
+[[steps]]
+name = "check"
+agent = { timeout_sec = 5, user = "root" }
+verifier = { timeout_sec = 7, env = { OVER = "step" } }
+min_reward = { reward = 0.5, style = 1 }
+"""
+
+
+def test_steps_are_read_with_the_task_s_settings_beneath_their_own(tmp_path: Path) -> None:
+    folder = task_folder(tmp_path, "multi", STEPS)
+    (folder / "instruction.md").unlink()  # a multi-step task's are its steps'
+    for name in ("write", "check"):
+        (folder / "steps" / name).mkdir(parents=True)
+        (folder / "steps" / name / "instruction.md").write_text(f"Do {name}.")
+    (folder / "steps" / "check" / "solution").mkdir()
+    (folder / "steps" / "write" / "workdir").mkdir()
+    task = read_task(folder)
+    assert task.reward_strategy == "final" and task.plan() == task.steps
+    write, check = task.steps
+    assert (write.name, write.instruction, check.instruction) == ("write", "Do write.", "Do check.")
+    assert write.tests == (folder / "tests", folder / "steps" / "write" / "tests")
+    assert write.solution == folder / "solution"
+    assert check.solution == folder / "steps" / "check" / "solution"
+    assert write.workdir == folder / "steps" / "write" / "workdir" and check.workdir is None
+    assert (write.agent_timeout, write.agent_user, write.verifier_user) == (30, "agent", "1000")
+    assert (check.agent_timeout, check.agent_user, check.verifier_user) == (5, "root", "1000")
+    assert write.verifier_timeout == 600 and check.verifier_timeout == 7  # as Harbor has it
+    assert dict(write.verifier_env) == {"SHARED": "1", "OVER": "task"}
+    assert dict(check.verifier_env) == {"SHARED": "1", "OVER": "step"}
+    assert write.min_reward == {"reward": 1.0}
+    assert check.min_reward == {"reward": 0.5, "style": 1.0}
+    (folder / "steps" / "check" / "instruction.md").unlink()
+    with pytest.raises(TaskError, match=r"steps/check: no readable instruction\.md"):
+        read_task(folder)
+
+
+def test_a_task_of_one_step_is_its_own_plan(tmp_path: Path) -> None:
+    task = read_task(task_folder(tmp_path, "one", '[verifier]\nuser = "tester"\n'))
+    [step] = task.plan()
+    assert step.name is None and step.instruction == "Solve one.\n"
+    assert step.tests == (task.tests,) and step.solution == task.solution
+    assert (step.verifier_user, step.agent_user) == ("tester", None)
+    for bad, says in (('name = "a/b"', "a step's name must be a folder name"),
+                      ('name = "x"\n[[steps]]\nname = "X"', "two steps are named 'X'")):
+        folder = task_folder(tmp_path, f"bad{len(says)}", f"[[steps]]\n{bad}\n")
+        with pytest.raises(TaskError, match=says):
+            read_task(folder)
+    with pytest.raises(TaskError, match=r"\[agent\] user: must be a user name or a uid"):
+        read_task(task_folder(tmp_path, "u", "[agent]\nuser = true\n"))
 
 
 def test_variables_are_read_from_fencecall_s_environment_as_harbor_reads_them(

@@ -62,8 +62,19 @@ def token() -> Iterator[str]:
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.fixture(params=["compiled", "script"])
+def implementation(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The reaper this process starts: the compiled one (where the build made it) or the
+    Python script, which must behave alike."""
+    if request.param == "script":
+        monkeypatch.setattr(reaper, "PROGRAM", None)
+    elif reaper._compiled() is None:
+        pytest.skip("the compiled reaper was not built here")
+    return str(request.param)
+
+
 @pytest.fixture
-def shell() -> Iterator[Shell]:
+def shell(implementation: str) -> Iterator[Shell]:
     """Starts bash under a reaper as fencecall does; what it started is killed after."""
     started: list[subprocess.Popen[bytes]] = []
 
@@ -71,7 +82,7 @@ def shell() -> Iterator[Shell]:
         argv = reaper.reaped(["bash", "--noprofile", "--norc"],
                              f"fencecall-shell-{os.getpid()}-test")
         proc = start_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
+                             stderr=subprocess.DEVNULL, start_new_session=True, reaper=True)
         started.append(proc)
         return proc
 
@@ -130,7 +141,18 @@ def test_the_reaper_exits_with_bash_status(shell: Shell, line: str, status: int)
     assert proc.wait(timeout=5) == status
 
 
-def test_a_program_that_cannot_run_exits_127(tmp_path: Path) -> None:
+def test_the_argv_names_the_reaper_that_runs(shell: Shell, implementation: str) -> None:
+    proc = shell()
+    assert answer(proc, "echo up\n") == "up\n"  # the reaper runs bash
+    argv = reaper.reaped(["true"], "fencecall-shell-1-test")
+    assert (argv[0] == str(reaper.PROGRAM)) == (implementation == "compiled")
+    setting = f"{reaper.VARIABLE}=fencecall-shell-{os.getpid()}-test"
+    assert reaper._is_reaper(proc.pid, setting)  # the sweep spares what it is above
+    assert not reaper._is_reaper(proc.pid, f"{reaper.VARIABLE}=fencecall-shell-1-other")
+    assert not reaper._is_reaper(reaper.tree(proc.pid)[0], setting)  # bash
+
+
+def test_a_program_that_cannot_run_exits_127(tmp_path: Path, implementation: str) -> None:
     argv = reaper.reaped([str(tmp_path / "missing")], "fencecall-shell-1-test")
     done = subprocess.run(argv, capture_output=True, timeout=10)
     assert done.returncode == 127
@@ -156,7 +178,8 @@ def test_everything_dies_when_fencecall_is_killed(token: str) -> None:
              "argv = reaped(['bash', '--noprofile', '--norc'],\n"
              "              f'fencecall-shell-{os.getpid()}-test')\n"
              "proc = start_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,\n"
-             "                     stderr=subprocess.DEVNULL, start_new_session=True)\n"
+             "                     stderr=subprocess.DEVNULL, start_new_session=True,\n"
+             "                     reaper=True)\n"
              "proc.stdin.write(os.environ['ESCAPING'].encode() + b'echo started\\n')\n"
              "proc.stdin.flush()\n"
              "proc.stdout.readline()\n"
@@ -176,7 +199,8 @@ def test_everything_dies_when_fencecall_is_killed(token: str) -> None:
                     timeout=2)
 
 
-def test_a_reaper_whose_parent_is_gone_runs_nothing(tmp_path: Path, token: str) -> None:
+def test_a_reaper_whose_parent_is_gone_runs_nothing(tmp_path: Path, token: str,
+                                                    implementation: str) -> None:
     """Started by a process other than the one that built the argv (here, setsid's fork):
     as when fencecall dies before the reaper set its parent-death signal."""
     ran = tmp_path / "ran"
@@ -323,7 +347,7 @@ def test_sweep_spares_the_caller_its_ancestors_and_descendants() -> None:
     assert len(family) == 3 and not set(family) & set(killed)
 
 
-def test_startup_is_fast() -> None:
+def test_startup_is_fast(implementation: str) -> None:
     plain = _best_of(["true"])
     wrapped = _best_of(reaper.reaped(["true"], "fencecall-shell-1-test"))
     assert wrapped - plain < 0.1

@@ -14,10 +14,12 @@ if TYPE_CHECKING:
 
 
 def start_environment(settings: RunSettings, files: Path | None = None,
-                      workdir: str | None = None) -> ContainerEnvironment | None:
+                      workdir: str | None = None, *, cpus: float | None = None,
+                      memory_mb: int | None = None) -> ContainerEnvironment | None:
     """The container of ``settings.environment`` (None where the tools run on the host or
     in the sandbox), its working folder ``workdir`` (default: the image's) held in ``files``
-    (default: the workspace) and filled from the image where that folder is empty."""
+    (default: the workspace) and filled from the image where that folder is empty; ``cpus``
+    and ``memory_mb`` limit it (a batch task's)."""
     choice = parse_environment(settings.environment)
     if choice.kind != "container" or choice.image is None:
         return None
@@ -26,4 +28,5 @@ def start_environment(settings: RunSettings, files: Path | None = None,
     cli = choose_container_cli(None if settings.container_cli == "auto"
                                else settings.container_cli)
     return ContainerEnvironment.start(choice.image, files or settings.workspace, cli=cli,
-                                      workdir=workdir, network=settings.network)
+                                      workdir=workdir, network=settings.network, cpus=cpus,
+                                      memory_mb=memory_mb)

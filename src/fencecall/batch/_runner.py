@@ -435,7 +435,11 @@ class TaskRunner:
         hooks.add(TOOL_PRE_EXECUTE, _blocked_when(stop), priority=1_000_000, name="batch-stop")
         env = assembly.environment(settings, config, self.secrets,
                                    warn=_said_once)  # the batch warned at its start
-        place = assembly.start_environment(settings, workspace, task.workdir)
+        place = assembly.start_environment(settings, workspace, task.workdir, cpus=task.cpus,
+                                           memory_mb=task.memory_mb)
+        if place is None and (task.cpus or task.memory_mb):
+            raise SetupError("cpus and memory_mb limit a task's container: give the task an "
+                             "image (or run the batch with --env container:IMAGE)")
         try:
             attempt.session = session = assembly.session(
                 env, config, self._toolchain(settings), kind=_StoppableSession, stop=stop,

@@ -21,10 +21,6 @@ in the results file and run again when the batch is resumed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import queue
-import signal
-import threading
 import warnings
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable
 from dataclasses import dataclass
@@ -35,6 +31,8 @@ from typing import Any
 from ..accounting import Account, Ledger, Refusal
 from ..message import Outcome
 from ..providers import GateStats
+from ._driver import BatchInterrupted as BatchInterrupted  # the batch's face names it here
+from ._driver import drive
 from ._results import ResultFile, TaskResult
 from ._runner import BatchOptions, Stop, TaskRunner
 from ._tasks import Task, check_unique
@@ -54,17 +52,6 @@ changes, and at the end)."""
 
 REQUESTS_EVERY = 1.0
 """Seconds between looks at the providers' gates (for :data:`BatchEvent`)."""
-
-WAKE_UP = 0.2
-"""Seconds between the caller's looks for a signal while no event comes."""
-
-
-class BatchInterrupted(Exception):
-    """The batch was stopped by a signal before every task ran; what finished is saved."""
-
-    def __init__(self, signum: int):
-        super().__init__(f"stopped by {signal.Signals(signum).name}")
-        self.signum = signum
 
 
 class _Work:
@@ -157,8 +144,7 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
                                          timeout=max(0.0, next_report - loop.time()))
             if loop.time() >= next_report:
                 next_report = loop.time() + REQUESTS_EVERY
-                now = GateStats.total(gate.stats() for gate in runner.gates())
-                if now != requests:
+                if (now := _requests(runner)) != requests:
                     requests = now
                     yield now
             for future in done:
@@ -167,14 +153,18 @@ async def batch_events(tasks: Iterable[Task], options: BatchOptions, *,
                     finished.append(future.result())
         while finished:  # stopped: what did finish still counts
             yield finished.pop(0)
-        now = GateStats.total(gate.stats() for gate in runner.gates())
-        if now != requests:  # the last word on requests is the end's, not a stale look's
+        if (now := _requests(runner)) != requests:  # the end's word, not a stale look's
             yield now
     finally:
         if stopping is not None:
             stopping.cancel()
         await _stop_all(active, options.grace)
         await runner.aclose()
+
+
+def _requests(runner: TaskRunner) -> GateStats:
+    """The model requests now, every provider's gate together."""
+    return GateStats.total(gate.stats() for gate in runner.gates())
 
 
 async def _stop_all(active: dict[asyncio.Future[Any], _Work], grace: float) -> None:
@@ -186,85 +176,15 @@ async def _stop_all(active: dict[asyncio.Future[Any], _Work], grace: float) -> N
         await asyncio.wait(running, timeout=grace)
 
 
-@dataclass(frozen=True, slots=True)
-class _Ended:
-    """The batch's event loop is done: with the error that ended it, if one did."""
-
-    error: BaseException | None = None
-
-
 def run_events(tasks: Iterable[Task], options: BatchOptions, *,
                handle_signals: bool = False,
                account: Account | None = None) -> Generator[BatchEvent, None, None]:
-    """:func:`batch_events` for synchronous code. The batch runs on an event loop in a
-    thread of its own, so its tasks go on while the caller handles an event (writes a
-    result, draws the progress). With ``handle_signals`` (main thread only), SIGINT and
-    SIGTERM stop the batch cleanly and then raise :class:`BatchInterrupted`; closing the
-    generator, or an exception in the caller (Ctrl-C without signal handling), stops it
-    too, before the generator is left."""
-    events: queue.SimpleQueue[BatchEvent | _Ended] = queue.SimpleQueue()
-    loop = asyncio.new_event_loop()
-    stop = asyncio.Event()
-
-    async def pump() -> None:
-        async for event in batch_events(tasks, options, stop=stop, account=account):
-            events.put(event)
-
-    def serve() -> None:
-        ended = _Ended()
-        try:
-            loop.run_until_complete(pump())
-        except BaseException as err:  # handed to the caller, who raises it
-            ended = _Ended(err)
-        finally:
-            _end_loop(loop, options.grace)
-            events.put(ended)
-
-    def halt() -> None:
-        with contextlib.suppress(RuntimeError):  # the loop has ended already
-            loop.call_soon_threadsafe(stop.set)
-
-    caught: list[int] = []
-    installed: list[tuple[int, Any]] = []
-    if handle_signals:
-        def on_signal(signum: int, frame: object) -> None:
-            caught.append(signum)
-            halt()
-
-        for signum in (signal.SIGINT.value, signal.SIGTERM.value):
-            installed.append((signum, signal.signal(signum, on_signal)))
-    thread = threading.Thread(target=serve, name="fencecall-batch-loop", daemon=True)
-    try:
-        thread.start()
-        while True:
-            try:  # in slices, so that a signal's handler runs while nothing comes
-                item = events.get(timeout=WAKE_UP)
-            except queue.Empty:
-                continue
-            if isinstance(item, _Ended):
-                if item.error is not None:
-                    raise item.error
-                break
-            yield item
-    finally:
-        halt()
-        thread.join()
-        for signum, previous in installed:
-            signal.signal(signum, previous)
-    if caught:
-        raise BatchInterrupted(caught[0])
-
-
-def _end_loop(loop: asyncio.AbstractEventLoop, grace: float) -> None:
-    """Close the batch's loop; a task left to end on its own is cancelled again (it no
-    longer waits for its worker thread) and given ``grace`` seconds."""
-    left = asyncio.all_tasks(loop)
-    for task in left:
-        task.cancel()
-    if left:
-        loop.run_until_complete(asyncio.wait(left, timeout=grace))
-    loop.run_until_complete(loop.shutdown_asyncgens())
-    loop.close()
+    """:func:`batch_events` for synchronous code (see :func:`~._driver.drive`): the batch
+    goes on while the caller handles an event; with ``handle_signals`` (main thread only),
+    SIGINT and SIGTERM stop it cleanly and then raise :class:`BatchInterrupted`; closing
+    the generator, or an exception in the caller, stops it too."""
+    yield from drive(lambda stop: batch_events(tasks, options, stop=stop, account=account),
+                     grace=options.grace, handle_signals=handle_signals)
 
 
 def run_batch(tasks: Iterable[Task], options: BatchOptions, *,

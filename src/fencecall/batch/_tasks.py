@@ -14,7 +14,8 @@ or an object: ``{"path": ...}`` to copy, ``{"git": URL_OR_PATH, "ref": REV}`` to
 check out, and ``"files": {PATH: TEXT}`` to create (alone, or on top of the copy). A task
 without one starts in an empty folder. A task with an ``image`` runs its tools in a container
 of it, whose working folder (``workdir``, else the image's) is the workspace: filled from the
-image where the task gives no workspace.
+image where the task gives no workspace. ``cpus`` and ``memory_mb`` (Harbor's names) limit
+that container, as a Harbor task's ``[environment]`` does.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from ..errors import UserError, new_names, unknown_settings
 from ..parsing import FORMATS
 
 KNOWN_KEYS = frozenset({"id", "prompt", "workspace", "model", "tools", "format", "max_steps",
-                        "task_timeout", "metadata", "image", "workdir"})
+                        "task_timeout", "metadata", "image", "workdir", "cpus",
+                        "memory_mb"})
 RENAMED_KEYS = {"timeout": "task_timeout"}
 """Old key to new: a tasks file written before a rename still loads (both: an error)."""
 WORKSPACE_KEYS = frozenset({"path", "git", "ref", "files"})
@@ -72,6 +74,10 @@ class Task:
     """The image of the container the task's tools run in (None: the batch's choice)."""
     workdir: str | None = None
     """The container's working folder (None: the image's WORKDIR)."""
+    cpus: float | None = None
+    """CPUs the task's container may use (None: no limit)."""
+    memory_mb: int | None = None
+    """Memory the task's container may use, in MB (None: no limit)."""
 
     @property
     def overrides(self) -> Overrides:
@@ -108,7 +114,8 @@ class Task:
                 max_steps=_positive(data, "max_steps", whole=True),
                 task_timeout=_positive(data, "task_timeout", whole=False),
                 metadata=dict(metadata), image=_optional_text(data, "image"),
-                workdir=_folder(data, "workdir"))
+                workdir=_folder(data, "workdir"), cpus=_positive(data, "cpus", whole=False),
+                memory_mb=_positive(data, "memory_mb", whole=True))
         except TaskError as err:
             raise TaskError(f"task {task_id!r}: {err}") from None
 
@@ -154,7 +161,8 @@ def _positive(data: Mapping[str, Any], key: str, *, whole: bool) -> Any:
         return None
     numeric = isinstance(value, int) or (isinstance(value, float) and not whole)
     if isinstance(value, bool) or not numeric or not math.isfinite(value) or value <= 0:
-        kind = "a positive integer" if whole else "a positive number of seconds"
+        kind = "a positive integer" if whole else \
+            f"a positive number{' of seconds' if key.endswith('timeout') else ''}"
         raise TaskError(f"{key} must be {kind}, got {value!r}")
     return value
 

@@ -17,6 +17,8 @@ travel with each shard, the providers' keys among them (``BatchOptions.secrets``
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -45,7 +47,7 @@ class RayAccount:
         self._actor = actor
 
     def _ask(self, call: Any) -> Any:
-        return _ray().get(call)
+        return ray_module().get(call)
 
     def reserve(self, usd: Decimal | None, tokens: int) -> Hold | Refusal | None:
         answer: Hold | Refusal | None = self._ask(self._actor.reserve.remote(usd, tokens))
@@ -81,7 +83,8 @@ def shard_events(tasks: list[Task], options: BatchOptions,
             yield {"result": event.record()}
 
 
-def _ray() -> Any:
+def ray_module() -> Any:
+    """Ray, or a usage error saying how to install it."""
     try:
         import ray
     except ImportError:
@@ -101,7 +104,7 @@ def run_batch_ray(tasks: Iterable[Task], options: BatchOptions, *,
     running instance, ``RAY_ADDRESS``, or a new local one) unless already connected. A
     shard that fails for good is said through ``on_note``; its unfinished tasks keep no
     result and run when the batch is resumed."""
-    ray = _ray()
+    ray = ray_module()
     listed = check_unique(tasks)
     file = ResultFile(out) if isinstance(out, Path) else out
     try:
@@ -109,8 +112,7 @@ def run_batch_ray(tasks: Iterable[Task], options: BatchOptions, *,
         listed = [task for task in listed if task.id not in written]
         if not listed:
             return
-        if not ray.is_initialized():
-            ray.init(address=address, log_to_driver=False)
+        connect(ray, address)
         size = shard_size or max(1, options.concurrency * 4)
         shards = [listed[i : i + size] for i in range(0, len(listed), size)]
         actor = ledger(options, file, make=ray.remote(num_cpus=0)(Ledger).remote)
@@ -122,8 +124,7 @@ def run_batch_ray(tasks: Iterable[Task], options: BatchOptions, *,
             yield from _collect(ray, running, file, written,
                                 _Hooks(on_start, on_requests, on_note))
         except BaseException:  # Ctrl-C, SIGTERM: stop the shards; their tasks rerun later
-            for generator in running:
-                ray.cancel(generator)
+            cancel_shards(ray, running)
             raise
     finally:
         if file is not None and isinstance(out, Path):
@@ -142,38 +143,72 @@ class _Hooks:
 def _collect(ray: Any, running: list[Any], file: ResultFile | None, written: set[str],
              hooks: _Hooks) -> Generator[TaskResult, None, None]:
     requests: dict[int, GateStats] = {}  # each shard's latest, summed for the caller
+
+    def failed(why: str) -> None:
+        if hooks.on_note is not None:
+            hooks.on_note(f"a shard failed ({why}); its unfinished tasks have no result and "
+                          "run when the batch is resumed")
+
+    for shard, record in streamed(ray, running, failed):
+        if record is None:
+            requests.pop(shard, None)
+            continue
+        if "requests" in record:
+            requests[shard] = GateStats(*record["requests"])
+            if hooks.on_requests is not None:
+                hooks.on_requests(GateStats.total(requests.values()))
+            continue
+        if "started" in record:
+            if hooks.on_start is not None and record["started"] not in written:
+                hooks.on_start(record["started"])
+            continue
+        result = TaskResult.from_record(record["result"])
+        if result.id in written:  # a shard that ran again: its first result counts
+            continue
+        written.add(result.id)
+        if file is not None:
+            file.append(result)
+        yield result
+
+
+def connect(ray: Any, address: str | None) -> None:
+    """Connect to Ray at ``address`` (None: the running instance, ``RAY_ADDRESS``, or a new
+    local one) unless already connected."""
+    if not ray.is_initialized():
+        ray.init(address=address, log_to_driver=False)
+
+
+def streamed(ray: Any, running: list[Any], on_failure: Callable[[str], None] | None
+             ) -> Generator[tuple[int, dict[str, Any] | None], None, None]:
+    """Each record the shards' streaming generators in ``running`` send, as it comes, with
+    its shard (a number); ``(shard, None)`` when a shard ends. A shard that fails for good
+    ends too, and ``on_failure`` is told why (the error's first line)."""
     while running:
         ready, _ = ray.wait(running, num_returns=1, timeout=WAIT_STEP)
         for generator in ready:
             try:
-                record = ray.get(next(generator))
-            except StopIteration:
+                record: dict[str, Any] = ray.get(next(generator))
+            except (StopIteration, ray.exceptions.RayError) as err:
                 running.remove(generator)
-                requests.pop(id(generator), None)
+                if not isinstance(err, StopIteration) and on_failure is not None:
+                    on_failure(_first_line(err))
+                yield id(generator), None
                 continue
-            except ray.exceptions.RayError as err:
-                running.remove(generator)
-                requests.pop(id(generator), None)
-                if hooks.on_note is not None:
-                    hooks.on_note(f"a shard failed ({_first_line(err)}); its unfinished "
-                                  "tasks have no result and run when the batch is resumed")
-                continue
-            if "started" in record:
-                if hooks.on_start is not None and record["started"] not in written:
-                    hooks.on_start(record["started"])
-                continue
-            if "requests" in record:
-                requests[id(generator)] = GateStats(*record["requests"])
-                if hooks.on_requests is not None:
-                    hooks.on_requests(GateStats.total(requests.values()))
-                continue
-            result = TaskResult.from_record(record["result"])
-            if result.id in written:  # a shard that ran again: its first result counts
-                continue
-            written.add(result.id)
-            if file is not None:
-                file.append(result)
-            yield result
+            yield id(generator), record
+
+
+def cancel_shards(ray: Any, running: list[Any], grace: float = 0.0) -> None:
+    """Stop the shards (Ctrl-C in each); with ``grace``, wait up to that many seconds for
+    them to end (so what they started is cleaned up before this process goes)."""
+    for generator in running:
+        ray.cancel(generator)
+    if grace <= 0:
+        return
+    deadline = time.monotonic() + grace
+    with contextlib.suppress(Exception):  # whatever they said as they ended
+        for _ in streamed(ray, running, None):
+            if time.monotonic() > deadline:
+                break
 
 
 def _first_line(err: BaseException) -> str:

@@ -326,8 +326,7 @@ def _add_batch(commands: Commands) -> None:
                     "again with the same --out to resume: finished tasks are skipped. Nobody "
                     "is asked: with -y every call runs (in the sandbox), without it calls "
                     "that need a yes are declined.")
-    batch.add_argument("tasks", metavar="TASKS", type=_path,
-                       help="the tasks, one JSON a line (- for standard input)")
+    batch.add_argument("tasks", metavar="TASKS", type=_path, help="the tasks (JSONL; - for stdin)")
     batch.add_argument("--out", "-o", type=_path, required=True, metavar="RESULTS",
                        help="results file (JSONL), appended to; its tasks are not run again")
     batch.add_argument("--concurrency", "-j", type=_at_least(1), default=CONCURRENCY,
@@ -420,7 +419,8 @@ def _add_eval(commands: Commands) -> None:
                     "for the reward. One line per trial is appended to RESULTS; run it again "
                     "with the same --out to resume. Exit status 0 when every trial ran to a "
                     "reward (whatever its value), 1 when some could not (a build, the "
-                    "container, the agent or the verifier failed), 2 for a usage error.")
+                    "container, the agent or the verifier failed), 2 for a usage error, "
+                    "130/143 when Ctrl-C/SIGTERM stopped it (the same command resumes).")
     evaluate.add_argument("paths", nargs="+", metavar="PATH", type=_path,
                           help="a task folder (with task.toml), or a folder of them")
     evaluate.add_argument("--out", "-o", type=_path, required=True, metavar="RESULTS",
@@ -448,6 +448,12 @@ def _add_eval(commands: Commands) -> None:
     _add_request_timeout(evaluate)
     evaluate.add_argument("--retries", type=_at_least(0), metavar="N",
                           help="tries again after a failed request or a broken reply stream")
+    evaluate.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                          help="run shards of trials on Ray: a new local instance, or the "
+                               "cluster at ADDRESS (needs pip install 'fencecall[ray]'); "
+                               "-j and --max-builds then hold per shard and per machine")
+    evaluate.add_argument("--shard-size", type=_at_least(1), metavar="N",
+                          help="trials per Ray shard (default: --concurrency)")
     evaluate.set_defaults(handler="fencecall.cli._eval_cmd:run")
 
 

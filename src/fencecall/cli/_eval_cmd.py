@@ -4,7 +4,9 @@ A line per trial on stderr as it ends, the summary table on stdout at the end (o
 trial of these tasks in RESULTS, those of an earlier run included). Exit status: 0 when
 every trial ran to a reward, whatever its value; 1 when some trial could not (its task,
 build, container, agent or verifier failed: its line says which and why); 2 for a usage or
-configuration error (no task folder, no model); 130 on Ctrl-C (rerun it to resume).
+configuration error (no task folder, no model); 128 + the signal when Ctrl-C (130) or
+SIGTERM (143) stopped it: the trials under way are stopped and their containers removed, the
+finished ones keep their lines, and the same command again runs the others.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import sys
 from pathlib import Path
 
 from ..assembly import Overrides, resolve_settings
-from ..batch import ResultFile
+from ..batch import BatchInterrupted, ResultFile
 from ..config import load_config
 from ..errors import UserError
 from ..evaluation import (
@@ -46,18 +48,38 @@ def run(args: argparse.Namespace) -> int:
                           models=_models(args) if args.agent == "model" else None,
                           environ=environ)
     ids = {trial_id(task.name, index) for task in tasks for index in range(args.trials)}
+    stopped = 0
     with ResultFile(out) as results:
         for note in results.notes:
             _say(f"note: {note}")
         skipped = len(ids & results.finished)
         if skipped:
             _say(f"{skipped} of {len(ids)} trials are in {out} already; the others run")
-        run_eval(tasks, options, results, on_result=_told)
+        try:
+            _run(args, tasks, options, results)
+        except BatchInterrupted as err:
+            stopped = 128 + err.signum
         mine = [TrialResult.from_record(record) for key, record in results.records.items()
                 if key in ids]
     print(summarize(mine).table())
-    _say(f"{len(mine)} trials in {out}; their logs and trajectories in {folder}")
+    _say(f"{len(mine)} of {len(ids)} trials in {out}; their logs and trajectories in {folder}")
+    if stopped:
+        _say("stopped; run the same command again to resume")
+        return stopped
     return 0 if all(result.ran for result in mine) else 1
+
+
+def _run(args: argparse.Namespace, tasks: list[Path], options: EvalOptions,
+         results: ResultFile) -> None:
+    """The trials here (signals handled: :class:`BatchInterrupted`), or on Ray (Ctrl-C
+    and SIGTERM end this process once the shards are cancelled, as for a batch)."""
+    if args.ray is None:
+        run_eval(tasks, options, results, on_result=_told, handle_signals=True)
+        return
+    from ..evaluation._ray import run_eval_ray
+
+    run_eval_ray(tasks, options, results, on_result=_told, address=args.ray or None,
+                 shard_size=args.shard_size, on_note=lambda note: _say(f"note: {note}"))
 
 
 def _models(args: argparse.Namespace) -> ModelAgents:

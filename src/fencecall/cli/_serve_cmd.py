@@ -1,4 +1,5 @@
-"""``fencecall mcp serve``: the toolchain as an MCP server, over stdio or Streamable HTTP."""
+"""``fencecall mcp serve``: the toolchain as an MCP server, over stdio or Streamable HTTP;
+with ``--env container:IMAGE`` each client's tools run in a container of their own."""
 
 from __future__ import annotations
 
@@ -30,7 +31,17 @@ def run(args: argparse.Namespace) -> int:
         chain = assembly.toolchain(settings, config, servers, warn=warn)
 
         def make_session(confirm: ConfirmFunc) -> Session:
-            return assembly.session(env, config, chain, confirm=confirm)
+            """A client's session, in a container of its own where ``--env`` names one
+            (removed with the session)."""
+            place = assembly.start_environment(settings)
+            try:
+                return assembly.session(env, config, chain, confirm=confirm,
+                                        environment=place,
+                                        owns_environment=place is not None)
+            except BaseException:
+                if place is not None:
+                    place.close()
+                raise
 
         tool_server = ToolServer(chain, make_session, fallback=auto_yes if args.yes else auto_no,
                                  one_client=address is None)

@@ -1,5 +1,5 @@
 """Where a run's tools execute, besides the host and the bwrap sandbox: the protocol of such
-a place (:class:`Environment`), and a container of an image run with podman
+a place (:class:`Environment`), and a container of an image run with podman or docker
 (:class:`ContainerEnvironment`, over :mod:`._container_cli`)."""
 
 from __future__ import annotations

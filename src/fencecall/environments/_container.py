@@ -7,16 +7,16 @@ image holds at that folder, so the file tools work on the container's files by d
 on the host, and what they save a command sees at once. A second folder of fencecall's is
 mounted read-only at its own host path, for the scripts the shell sources.
 
-Each long-lived process (a shell, an interpreter) is ``podman exec``'d under the init that
-``--init`` put in the container, run as a subreaper for it alone: what that process starts,
+Each long-lived process (a shell, an interpreter) is ``exec``'d under the init that
+``--init`` put in the container, run as a subreaper for it alone, and gets the descriptors
+it needs by name through a third mounted folder (see :mod:`._handoff`): what it starts,
 orphans included, stays below that init, so stopping the init (SIGSTOP) and then killing
-everything below it by host pid stops all of it. Killing the ``podman exec`` client alone
-would leave it all running.
+everything below it by host pid stops all of it. Killing the CLI's ``exec`` client alone
+would leave it all running. podman and docker take the same path.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import secrets
 import shutil
@@ -25,15 +25,16 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from ..sandbox import host_program, make_scratch, start_process
+from ..sandbox import make_scratch, start_process
+from ._bounded import run_bounded
 from ._container_cli import ContainerCli, ContainerError, ContainerUnavailable, choose_container_cli
 from ._environment import Stream
+from ._handoff import Handoff
 from ._namespace import PidNamespace, parent, stop_and_kill
 
 DEFAULT_WORKDIR = "/workspace"
 """The working folder of an image that sets none (its WORKDIR is ``/``, which is not copied
 out)."""
-_BASH = host_program("bash") or "/bin/bash"
 _EXEC_MARK = "FENCECALL_EXEC"
 _SUBREAPER = {"TINI_SUBREAPER": "1"}
 """Where the init is tini rather than catatonit (which is a subreaper whenever it is not
@@ -57,13 +58,16 @@ class ContainerEnvironment:
     one, :meth:`close` removes it."""
 
     def __init__(self, cli: ContainerCli, container: str, workdir: str, files: Path,
-                 scratch: Path):
+                 scratch: Path, handoff: Handoff):
         self.cli = cli
         self.container = container
         self.workdir = workdir
         self.files = files
         self.scratch = scratch
-        self._namespace = PidNamespace(cli.init_pid(container))
+        self._handoff = handoff
+        init = cli.init_pid(container)
+        self._namespace = PidNamespace(init)
+        self._init = cli.init_argv(f"/proc/{init}/root")
         self._programs: dict[str, bool] = {}
         self._closed = False
 
@@ -77,53 +81,65 @@ class ContainerEnvironment:
         empty. No network unless ``network``. ``env`` is the container's environment (a
         task's), which every process run in it starts with."""
         cli = cli or choose_container_cli()
-        cli.require_descriptors()  # now, not at the first shell call
         sweep_once(cli)
         if not cli.image_exists(image):
             raise ContainerUnavailable(f"there is no image {image!r} here: pull or build it "
                                        f"first ({cli.program} pull, {cli.program} build)")
-        given = workdir
-        workdir = workdir or cli.image_workdir(image)
-        if workdir == "/":
-            workdir = DEFAULT_WORKDIR
-        files.mkdir(parents=True, exist_ok=True)
-        if not any(files.iterdir()) and (given or workdir != DEFAULT_WORKDIR):
-            _fill(cli, image, workdir, files)
-        scratch = make_scratch("container")
-        scratch.chmod(0o755)
+        workdir, user, fresh = _working_folder(cli, image, files, workdir)
+        scratch, handoff = make_scratch("container"), make_scratch("handoff")
+        scratch.chmod(0o711)
+        handoff.chmod(0o711)
         try:
             container = cli.start(image, network=network, workdir=workdir, cpus=cpus,
                                   memory_mb=memory_mb, env=env,
-                                  mounts=[(files, workdir, False), (scratch, str(scratch), True)])
+                                  mounts=[(files, workdir, False), (scratch, str(scratch), True),
+                                          (handoff, str(handoff), False)])
+            try:
+                made = cls(cli, container, workdir, files, scratch, Handoff(handoff))
+                if fresh and user.partition(":")[0] not in ("", "root", "0"):
+                    made._give_files_to_user()
+                return made
+            except BaseException:
+                cli.remove(container)
+                raise
         except BaseException:
             shutil.rmtree(scratch, ignore_errors=True)
-            raise
-        try:
-            return cls(cli, container, workdir, files, scratch)
-        except BaseException:
-            cli.remove(container)
-            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(handoff, ignore_errors=True)
             raise
 
     def spawn(self, argv: Sequence[str], *, fds: Sequence[int] = (),
-                      env: Mapping[str, str] | None = None, stdin: Stream = None,
-                      stdout: Stream = None, stderr: Stream = None) -> subprocess.Popen[bytes]:
-        """See :meth:`~._environment.Environment.spawn`: ``fds`` reach the process through
-        ``podman exec --preserve-fds``, which passes the CLI's descriptors 3, 4, …, so
-        they are put there by a bash that then becomes the CLI."""
-        inner = self.cli.exec_argv(self.container, [*self.cli.init_argv(), *argv],
-                                   interactive=stdin is not None, workdir=self.workdir,
-                                   env={**_SUBREAPER, **(env or {})}, preserve_fds=len(fds))
-        high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3 + len(fds)) for fd in fds]
-        moves = " ".join(f"{3 + at}>&{fd} {fd}>&-" for at, fd in enumerate(high))
-        try:
-            return start_process([_BASH, "-c", f"exec {moves}; exec \"$@\"" if moves
-                                  else 'exec "$@"', "bash", *inner],
-                                 stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=high,
+              env: Mapping[str, str] | None = None, stdin: Stream = None,
+              stdout: Stream = None, stderr: Stream = None) -> subprocess.Popen[bytes]:
+        """See :meth:`~._environment.Environment.spawn`: ``fds`` (files, or pipes made by
+        :meth:`pipe`) reach the process by name (see :mod:`._handoff`)."""
+        def run(wrapper: list[str]) -> subprocess.Popen[bytes]:
+            inner = self.cli.exec_argv(self.container, [*self._init, *wrapper, *argv],
+                                       interactive=stdin is not None, workdir=self.workdir,
+                                       env={**_SUBREAPER, **(env or {})})
+            return start_process(inner, stdin=stdin, stdout=stdout, stderr=stderr,
                                  start_new_session=True)
-        finally:
-            for fd in high:
-                os.close(fd)
+        return self._handoff.start(fds, run)
+
+    def pipe(self) -> tuple[int, int]:
+        return self._handoff.pipe()
+
+    def _give_files_to_user(self) -> None:
+        """Make the image's user (not root) the owner of the working folder fencecall made
+        for it, so the user can write there as in the image; what the file tools then
+        write keeps the owner of what it replaces, or takes its folder's. Only root can
+        give files away: elsewhere (a rootless podman maps the user to another id) they
+        stay fencecall's."""
+        code, out, err = self.exec(["sh", "-c", "id -u; id -g"], 60)
+        ids = out.split()
+        if code != 0 or len(ids) != 2 or not all(part.isdigit() for part in ids):
+            raise ContainerError(f"the image's user has no id here: {err.strip()[-200:]}")
+        if os.geteuid() != 0:
+            return
+        uid, gid = int(ids[0]), int(ids[1])
+        os.chown(self.files, uid, gid)
+        for _, names, others, folder in os.fwalk(self.files):
+            for name in (*names, *others):
+                os.chown(name, uid, gid, dir_fd=folder, follow_symlinks=False)
 
     def host_pids(self, pid: int) -> tuple[int, int] | None:
         found = self._namespace.host_pid(pid)
@@ -137,16 +153,15 @@ class ContainerEnvironment:
         return self._programs[name]
 
     def exec(self, argv: Sequence[str], timeout: float | None = None) -> tuple[int, str, str]:
+        """See :meth:`~._environment.Environment.exec`; of its output, each stream's head
+        and tail within :data:`~._bounded.OUTPUT_LIMIT`, read as it comes."""
         mark = f"{_EXEC_MARK}={secrets.token_hex(8)}"
         name, _, value = mark.partition("=")
-        command = self.cli.exec_argv(self.container, [*self.cli.init_argv(), *argv],
+        command = self.cli.exec_argv(self.container, [*self._init, *argv],
                                      workdir=self.workdir, env={**_SUBREAPER, name: value})
-        try:
-            done = subprocess.run(command, capture_output=True, timeout=timeout)
-        except subprocess.TimeoutExpired as err:
-            stop_and_kill(self._namespace.carrying(mark.encode()))
-            return 124, _text(err.stdout), _text(err.stderr)
-        return done.returncode, _text(done.stdout), _text(done.stderr)
+        done = run_bounded(command, timeout, on_timeout=lambda: stop_and_kill(
+            self._namespace.carrying(mark.encode())))
+        return 124 if done.returncode is None else done.returncode, done.stdout, done.stderr
 
     def copy_in(self, host_path: Path, path: str) -> None:
         self.cli.copy_in(self.container, host_path, path)
@@ -160,12 +175,28 @@ class ContainerEnvironment:
         self._closed = True
         self.cli.remove(self.container)
         shutil.rmtree(self.scratch, ignore_errors=True)
+        self._handoff.close()
 
     def __enter__(self) -> ContainerEnvironment:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _working_folder(cli: ContainerCli, image: str, files: Path, workdir: str | None
+                    ) -> tuple[str, str, bool]:
+    """(the working folder, the image's user, whether ``files`` was empty): the folder
+    ``workdir``, else the image's; ``files`` filled from the image where it was empty."""
+    image_workdir, user = cli.image_config(image)
+    chosen = workdir or image_workdir
+    if chosen == "/":
+        chosen = DEFAULT_WORKDIR
+    files.mkdir(parents=True, exist_ok=True)
+    fresh = not any(files.iterdir())
+    if fresh and (workdir or chosen != DEFAULT_WORKDIR):
+        _fill(cli, image, chosen, files)
+    return chosen, user, fresh
 
 
 def _fill(cli: ContainerCli, image: str, workdir: str, files: Path) -> None:
@@ -176,10 +207,4 @@ def _fill(cli: ContainerCli, image: str, workdir: str, files: Path) -> None:
     except ContainerError as err:
         if "no such file" not in str(err).lower():
             raise
-
-
-def _text(data: bytes | str | None) -> str:
-    if isinstance(data, bytes):
-        return data.decode("utf-8", errors="replace")
-    return data or ""
 

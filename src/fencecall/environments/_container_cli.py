@@ -17,6 +17,7 @@ start after a ``kill -9`` does.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from ._bounded import run_bounded
 
 CLIS = ("podman", "docker")
 LABEL = "dev.fencecall"
@@ -43,6 +45,8 @@ _RLIMIT = "rlimit"
 when the default limits are refused."""
 ULIMITS = ("--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024")
 """Limits a machine without ``CAP_SYS_RESOURCE`` accepts (it cannot raise the defaults)."""
+_INITS = {"podman": ("/run/podman-init", "--"), "docker": ("/sbin/docker-init", "-s", "--")}
+"""Where each CLI's ``--init`` puts its init (catatonit, tini), and how it runs one command."""
 _TAIL = 2000
 """Characters of a failed command's stderr an error keeps."""
 
@@ -72,28 +76,31 @@ class ContainerCli:
             else []
         return [self.path, *runtime, *args]
 
-    def call(self, *args: str, timeout: float | None = 120.0, stdin: str | None = None,
+    def call(self, *args: str, timeout: float | None = 120.0,
              check: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run ``program args``; :class:`ContainerError` where it fails and ``check``."""
+        """Run ``program args``; :class:`ContainerError` where it fails and ``check``, or
+        where it runs past ``timeout``. Of what it prints, each stream's first and last
+        :data:`~._bounded.OUTPUT_LIMIT` / 2 bytes are kept, read as they come (a verifier's
+        ``exec`` may print gigabytes)."""
         argv = self.argv(*args)
-        try:
-            done = subprocess.run(argv, input=stdin, capture_output=True, text=True,
-                                  timeout=timeout, errors="replace")
-        except subprocess.TimeoutExpired as err:
-            raise ContainerError(f"{' '.join(argv[:4])} … took more than {timeout:g} s") \
-                from err
+        done = run_bounded(argv, timeout)
+        if done.returncode is None:
+            raise ContainerError(f"{' '.join(argv[:4])} … took more than {timeout:g} s")
         if check and done.returncode != 0:
             raise ContainerError(f"{' '.join(argv[:4])} … failed (exit status "
                                  f"{done.returncode}): {done.stderr.strip()[-_TAIL:]}")
-        return done
+        return subprocess.CompletedProcess(argv, done.returncode, done.stdout, done.stderr)
 
     def image_exists(self, image: str) -> bool:
         return self.call("image", "inspect", image, check=False).returncode == 0
 
-    def image_workdir(self, image: str) -> str:
-        """The image's ``WORKDIR`` ("/" where it sets none)."""
-        done = self.call("image", "inspect", "--format", "{{.Config.WorkingDir}}", image)
-        return done.stdout.strip() or "/"
+    def image_config(self, image: str) -> tuple[str, str]:
+        """The image's ``WORKDIR`` ("/" where it sets none) and ``USER`` ("" where it sets
+        none: root)."""
+        done = self.call("image", "inspect", "--format",
+                         "{{.Config.WorkingDir}}\n{{.Config.User}}", image)
+        workdir, _, user = done.stdout.strip("\n").partition("\n")
+        return workdir.strip() or "/", user.strip()
 
     def start(self, image: str, *, labels: Mapping[str, str] | None = None,
               network: bool = False, workdir: str | None = None,
@@ -157,37 +164,29 @@ class ContainerCli:
         return False
 
     def exec_argv(self, container: str, argv: Sequence[str], *, interactive: bool = False,
-                  workdir: str | None = None, env: Mapping[str, str] | None = None,
-                  preserve_fds: int = 0) -> list[str]:
-        """The command line that runs ``argv`` in ``container``; with ``preserve_fds`` the
-        descriptors 3 to 3 + ``preserve_fds`` - 1 of the CLI are those of ``argv`` too
-        (podman only: docker cannot pass descriptors)."""
+                  workdir: str | None = None, env: Mapping[str, str] | None = None
+                  ) -> list[str]:
+        """The command line that runs ``argv`` in ``container``."""
         options = ["--interactive"] if interactive else []
-        if preserve_fds:
-            self.require_descriptors()
-            options.append(f"--preserve-fds={preserve_fds}")
         if workdir:
             options += ["--workdir", workdir]
         for key, value in (env or {}).items():
             options += ["--env", f"{key}={value}"]
         return self.argv("exec", *options, container, *argv)
 
-    def require_descriptors(self) -> None:
-        """:class:`ContainerUnavailable` where this CLI cannot pass descriptors into a
-        container (docker's exec has no ``--preserve-fds``)."""
-        if self.program != "podman":
-            raise ContainerUnavailable(
-                f"{self.program} cannot pass descriptors into a container (exec "
-                "--preserve-fds), which the persistent shell and python need; use podman "
-                "(container_cli = \"podman\")")
-
-    def init_argv(self) -> list[str]:
+    def init_argv(self, root: str | None = None) -> list[str]:
         """The init that ``start``'s ``--init`` puts in every container, as a subreaper for
         one command: the orphans of what that command starts stay below it (not below the
-        container's pid 1), so they can be found and stopped with it."""
-        if self.program == "podman":
-            return ["/run/podman-init", "--"]
-        return ["/sbin/docker-init", "-s", "--"]
+        container's pid 1), so they can be found and stopped with it. Where ``root`` (the
+        container's root folder as the host sees it) holds the other CLI's init, that one:
+        a ``docker`` may be podman behind (podman-docker), whose containers have podman's."""
+        ours = _INITS[self.program]
+        if root is not None:
+            for init in (ours, *(other for other in _INITS.values() if other != ours)):
+                with contextlib.suppress(OSError):
+                    if os.path.exists(f"{root}{init[0]}"):
+                        return list(init)
+        return list(ours)
 
     def init_pid(self, container: str) -> int:
         """The host pid of ``container``'s pid 1 (every process in it shares its pid

@@ -37,7 +37,13 @@ class Environment(Protocol):
               env: Mapping[str, str] | None = None, stdin: Stream = None,
               stdout: Stream = None, stderr: Stream = None) -> subprocess.Popen[bytes]:
         """Start ``argv`` in the environment, in :attr:`workdir`, under an init of its own
-        that adopts its orphans; ``fds`` are its descriptors 3, 4, … there."""
+        that adopts its orphans; ``fds`` are its descriptors 3, 4, … there: files, or
+        pipes made by :meth:`pipe`. Returns once the process holds them."""
+        ...
+
+    def pipe(self) -> tuple[int, int]:
+        """(read end, write end) of a new pipe whose ends :meth:`spawn` can pass (a pipe
+        of ``os.pipe`` may have no way into the environment)."""
         ...
 
     def host_pids(self, pid: int) -> tuple[int, int] | None:
@@ -51,8 +57,10 @@ class Environment(Protocol):
         ...
 
     def exec(self, argv: Sequence[str], timeout: float | None = None) -> tuple[int, str, str]:
-        """Run ``argv`` to its end in :attr:`workdir`: (exit code, stdout, stderr); at the
-        timeout it is killed with all it started (exit code 124)."""
+        """Run ``argv`` to its end in :attr:`workdir`: (exit code, stdout, stderr), each
+        stream's head and tail kept as it comes and the cut said in the text (a flood is
+        never held whole); at the timeout it is killed with all it started (exit code
+        124)."""
         ...
 
     def copy_in(self, host_path: Path, path: str) -> None: ...

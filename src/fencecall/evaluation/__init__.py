@@ -13,8 +13,9 @@
 Modules, one job each: :mod:`._task` (a task folder, read as Harbor reads it),
 :mod:`._images` (images built once, keyed by their context), :mod:`._container` (a trial's
 container), :mod:`._oracle` and :mod:`._model_agent` (the agents), :mod:`._verifier` (tests
-and rewards), :mod:`._trial` (one trial), :mod:`._run` (all of them at once),
-:mod:`._results` (a result line) and :mod:`._summary` (the table at the end).
+and rewards), :mod:`._trial` (one trial), :mod:`._run` (all of them at once), :mod:`._ray`
+(shards of them on Ray), :mod:`._results` (a result line) and :mod:`._summary` (the table
+at the end).
 """
 
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ from .._lazy import lazy_names
 if TYPE_CHECKING:
     from ._images import TAG, BuildError, ImageCache, context_key
     from ._model_agent import ModelAgents
+    from ._ray import run_eval_ray
     from ._results import ERROR_KINDS, AgentRun, ErrorKind, TrialResult, trial_id
     from ._run import EvalOptions, evaluate, planned, run_eval
     from ._summary import Summary, pass_at_k, summarize
@@ -33,6 +35,7 @@ else:
     __getattr__, __dir__ = lazy_names(__name__, {
         "._images": ("TAG", "BuildError", "ImageCache", "context_key"),
         "._model_agent": ("ModelAgents",),
+        "._ray": ("run_eval_ray",),
         "._results": ("ERROR_KINDS", "AgentRun", "ErrorKind", "TrialResult", "trial_id"),
         "._run": ("EvalOptions", "evaluate", "planned", "run_eval"),
         "._summary": ("Summary", "pass_at_k", "summarize"),
@@ -65,6 +68,7 @@ __all__ = [
     "read_task",
     "resolve_env",
     "run_eval",
+    "run_eval_ray",
     "summarize",
     "trial_id",
 ]

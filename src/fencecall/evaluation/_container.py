@@ -10,13 +10,16 @@ when the trial ends, whatever happened.
 
 from __future__ import annotations
 
+import io
 import shlex
+import subprocess
+import tarfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..environments import ContainerCli, ContainerEnvironment, ContainerError
+from ..environments import LABEL, OWNER_LABEL, ContainerCli, ContainerEnvironment, owner
 from ._task import EnvironmentSpec
 
 LOGS = "/logs"
@@ -67,39 +70,55 @@ class TrialContainer:
               env: Mapping[str, str], files: Path) -> TrialContainer:
         """Start a container of ``image`` with the task's network, resources and working
         folder (its ``workdir``, else the image's ``WORKDIR``), held in the host folder
-        ``files``; the folders Harbor's scripts write their logs in are made."""
+        ``files``; the folders Harbor's scripts write their logs in are made, writable by
+        whichever user the agent and the verifier run as (as Harbor makes them)."""
         place = ContainerEnvironment.start(image, files, cli=cli, workdir=spec.workdir,
                                            network=spec.network, cpus=spec.cpus,
                                            memory_mb=spec.memory_mb, env=env)
         made = cls(place, image, dict(env))
         try:
-            made.as_root(f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS}")
+            made.as_root(f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS} && "
+                         f"chmod 777 {AGENT_LOGS} {VERIFIER_LOGS}")
         except BaseException:
             made.remove()
             raise
         return made
 
-    def run(self, script: str, *, timeout: float | None, env: Mapping[str, str] | None = None
-            ) -> Ran:
-        """``bash -c script`` in the working folder; what it printed (stdout and stderr).
-        Past ``timeout`` its whole process group is killed in the container, by the image's
-        ``timeout`` where it has one (GNU's and busybox's signal the group), so nothing it
-        started goes on changing what the verifier grades; else only its ``exec`` ends."""
-        options = ["--workdir", self.workdir]
+    def run(self, script: str, *, timeout: float | None, env: Mapping[str, str] | None = None,
+            user: str | None = None) -> Ran:
+        """``bash -c script`` in the working folder, as ``user`` (None: the image's
+        ``USER``); what it printed (stdout and stderr). Past ``timeout`` its whole process
+        group is killed in the container, by the image's ``timeout`` where it has one (GNU's
+        and busybox's signal the group), so nothing it started goes on changing what the
+        verifier grades; else only its ``exec`` ends. The ``exec`` has a session of its
+        own: a terminal's Ctrl-C reaches fencecall alone, which removes the container."""
+        options = ["--workdir", self.workdir, *(["--user", user] if user is not None else [])]
         for key, value in {**self.env, **(env or {})}.items():
             options += ["--env", f"{key}={value}"]
+        argv = self.cli.argv("exec", *options, self.id, "bash", "-c", _bounded(script, timeout))
         clock = time.monotonic()
         try:
-            done = self.cli.call("exec", *options, self.id, "bash", "-c",
-                                 _bounded(script, timeout),
-                                 timeout=None if timeout is None else timeout + _KILL_AFTER + 5,
-                                 check=False)
-        except ContainerError:  # the call's only failure unchecked: its timeout
+            done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                                  stdin=subprocess.DEVNULL, start_new_session=True,
+                                  timeout=None if timeout is None else timeout + _KILL_AFTER + 5)
+        except subprocess.TimeoutExpired:
             return Ran(None)
         if timeout is not None and done.returncode in _TIMED_OUT \
                 and time.monotonic() - clock >= timeout:
             return Ran(None, done.stdout + done.stderr)
         return Ran(done.returncode, done.stdout + done.stderr)
+
+    def own_workdir_as(self, owner: tuple[int, int, int]) -> None:
+        """The working folder (a host folder mounted there) given the image's folder's
+        ``owner`` (uid, gid, mode), so a task's users may write there as in the image."""
+        uid, gid, mode = owner
+        folder = shlex.quote(self.workdir)
+        self.as_root(f"chown {uid}:{gid} {folder} && chmod {mode:o} {folder}")
+
+    def next_step(self) -> None:
+        """Between two steps of a task, as Harbor does: the tests and what the verifier and
+        the agent wrote in ``/logs`` go, so the next agent sees none of them."""
+        self.as_root(f"rm -rf /tests && find {AGENT_LOGS} {VERIFIER_LOGS} -mindepth 1 -delete")
 
     def as_root(self, script: str) -> None:
         """``script`` as root (making folders, setting modes); ContainerError where it
@@ -133,3 +152,23 @@ def _bounded(script: str, timeout: float | None) -> str:
     quoted = shlex.quote(script)
     return (f"if command -v timeout >/dev/null 2>&1; then exec timeout -k {_KILL_AFTER} "
             f"{timeout:g} bash -c {quoted}; else exec bash -c {quoted}; fi")
+
+
+def folder_owner(cli: ContainerCli, image: str, folder: str) -> tuple[int, int, int] | None:
+    """The uid, gid and mode ``folder`` has in ``image`` (read from the archive of a
+    container created for it and removed at once; nothing runs), or None where it has no
+    such folder."""
+    created = cli.call("create", "--label", f"{LABEL}=1", "--label", f"{OWNER_LABEL}={owner()}",
+                       image).stdout.strip().splitlines()[-1]
+    try:
+        done = subprocess.run(cli.argv("cp", f"{created}:{folder.rstrip('/') or '/'}", "-"),
+                              capture_output=True, timeout=600, check=False)
+    finally:
+        cli.remove(created)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(done.stdout), mode="r|") as archive:
+            first = next(iter(archive), None)
+    except tarfile.TarError:
+        return None
+    return None if first is None or not first.isdir() else (first.uid, first.gid,
+                                                             first.mode & 0o7777)

@@ -8,21 +8,30 @@ image ID is new: a Dockerfile that is only a ``FROM`` builds to its base's own I
 is added to the base), and a local image tagged like a registry name (``python:3.12``)
 satisfies a ``FROM`` of that name without a pull (the build never passes ``--pull``).
 
-Trials of one task wait for one build; at most ``max_builds`` builds run at once; a failed
-build is remembered for the run, so the task's other trials fail with it rather than build
-again. Each build's output is kept in ``builds/<key>.log``.
+Trials of one task wait for one build, and so do other processes on the machine (Ray
+workers, another evaluation: a lock file per image); at most ``max_builds`` builds run at
+once on the machine (a lock file per slot); a failed build is remembered for the run, so
+the task's other trials fail with it rather than build again. Each build's output is kept
+in ``builds/<key>.log``. :meth:`ImageCache.halt` (an evaluation stopped) ends the builds
+under way and starts no more.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
 import subprocess
+import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ..agent.offload import in_thread
 from ..defaults import BUILDS_AT_ONCE
@@ -33,6 +42,11 @@ TAG = "fencecall-task"
 _IGNORED = frozenset({".git", "__pycache__", ".DS_Store"})
 _FROM = re.compile(r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?",
                    re.IGNORECASE | re.MULTILINE)
+LOCKS = Path(tempfile.gettempdir()) / f"fencecall-images-{os.getuid()}"
+"""This machine's lock files: one per image (one build of it at a time, whichever process
+asks) and one per build slot (``max_builds`` at once)."""
+LOCK_POLL = 0.2
+"""Seconds between tries of a held lock."""
 LOG_TAIL = 3000
 """Characters of a failed build's output its error keeps."""
 
@@ -87,10 +101,13 @@ class ImageCache:
     """The images of one run's tasks (see the module)."""
 
     def __init__(self, cli: ContainerCli, logs: Path, max_builds: int = BUILDS_AT_ONCE):
-        self.cli, self.logs = cli, logs
-        self._builds = asyncio.Semaphore(max(1, max_builds))
+        self.cli, self.logs, self.max_builds = cli, logs, max(1, max_builds)
+        self._builds = asyncio.Semaphore(self.max_builds)
         self._locks: dict[str, asyncio.Lock] = {}
         self._failed: dict[str, str] = {}
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self._guard = threading.Lock()
+        self._halted = False
         self.built = 0
         """Images this cache has built (not found)."""
 
@@ -109,15 +126,49 @@ class ImageCache:
             if await in_thread(lambda: self.cli.image_exists(name)):
                 return Image(name)
             async with self._builds:
-                clock = time.monotonic()
                 try:
-                    await in_thread(lambda: self._build(dockerfile, name, key,
-                                                        spec.build_timeout))
+                    image = await in_thread(lambda: self._built_once(dockerfile, name, key,
+                                                                     spec.build_timeout))
                 except BuildError as err:
                     self._failed[key] = str(err)
                     raise
-                self.built += 1
+                self.built += image.built
+                return image
+
+    def _built_once(self, dockerfile: Path, name: str, key: str, timeout: float) -> Image:
+        """The image built, unless another process of this machine (a Ray worker, another
+        evaluation) built it while this one waited for the image's lock; its builds count
+        against one machine-wide ``max_builds``."""
+        with self._held([f"{self.cli.program}-{key}.lock"]):
+            if self.cli.image_exists(name):
+                return Image(name)
+            with self._held([f"{self.cli.program}-build-{slot}.lock"
+                             for slot in range(self.max_builds)]):
+                clock = time.monotonic()
+                self._build(dockerfile, name, key, timeout)
                 return Image(name, built=True, seconds=round(time.monotonic() - clock, 3))
+
+    @contextlib.contextmanager
+    def _held(self, names: list[str]) -> Iterator[None]:
+        """One of the lock files ``names`` (in :data:`LOCKS`) held while in the block;
+        waits while all are held elsewhere, until :meth:`halt`."""
+        LOCKS.mkdir(parents=True, exist_ok=True)
+        while True:
+            for name in names:
+                lock = os.open(LOCKS / name, os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    os.close(lock)
+                    continue
+                try:
+                    yield
+                finally:
+                    os.close(lock)
+                return
+            if self._halted:
+                raise BuildError("the evaluation was stopped")
+            time.sleep(LOCK_POLL)
 
     def _build(self, dockerfile: Path, name: str, key: str, timeout: float) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -125,16 +176,39 @@ class ImageCache:
         argv = self.cli.argv("build", "--tag", name, "--file", str(dockerfile),
                              str(dockerfile.parent))
         with log.open("w", encoding="utf-8") as out:
-            try:
-                done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, timeout=timeout)
-                failure = f"exit status {done.returncode}" if done.returncode else None
-            except subprocess.TimeoutExpired:
-                failure = f"it took more than {timeout:g} s"
+            failure = self._built(argv, out, timeout)
         if failure is not None:
             tail = log.read_text(encoding="utf-8", errors="replace")[-LOG_TAIL:]
             raise BuildError(f"building {dockerfile} failed ({failure}; the whole log: "
                              f"{log}):\n{tail}")
+
+    def _built(self, argv: list[str], out: IO[str], timeout: float) -> str | None:
+        """Run the build ``argv`` (its output to ``out``); why it failed, or None. Its own
+        session, so a terminal's Ctrl-C reaches fencecall, which ends it (:meth:`halt`)."""
+        with self._guard:
+            if self._halted:
+                return "the evaluation was stopped"
+            build = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+            self._running.add(build)
+        try:
+            code = build.wait(timeout)
+        except subprocess.TimeoutExpired:
+            build.kill()
+            build.wait()
+            return f"it took more than {timeout:g} s"
+        finally:
+            with self._guard:
+                self._running.discard(build)
+        return f"exit status {code}" if code else None
+
+    def halt(self) -> None:
+        """End the builds under way (SIGTERM: the CLI removes what it was building) and
+        start no more."""
+        with self._guard:
+            self._halted = True
+            for build in self._running:
+                build.terminate()
 
     async def _pulled(self, image: str, timeout: float) -> Image:
         """A task's ready-made ``docker_image``: used where it is, else pulled once."""

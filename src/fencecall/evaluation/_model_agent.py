@@ -1,8 +1,9 @@
 """A model as a trial's agent: the task's instruction as its prompt, its tools (the
 configuration's, or ``--tools``) working in the trial's container, unasked (the container is
 the boundary, and nobody is there to confirm), its conversation logged in the trial's folder
-(``conversation.jsonl``) and exported as an ATIF trajectory (``trajectory.json``) when it
-ends.
+(``conversation.jsonl``; a step's in ``steps/NAME/``) and exported as an ATIF trajectory
+(``trajectory.json``) when it ends. A task whose agent runs as a user of its own is refused
+with why: the sessions run as the image's user.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ..message import Outcome
 from ..providers import Provider, ProviderError
 from ._container import TrialContainer
 from ._results import AgentRun
-from ._task import HarborTask
+from ._steps import Step
 
 TRAJECTORY = "trajectory.json"
 
@@ -50,6 +51,10 @@ class ModelAgents:
     _providers: dict[str, Provider] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def __reduce__(self) -> tuple[type[ModelAgents], tuple[Config, Overrides, Mapping[str, str]]]:
+        """Sent to a Ray worker as its settings: it makes its own providers."""
+        return ModelAgents, (self.config, self.overrides, self.secrets)
+
     def settings(self, folder: Path, image: str | None = None) -> RunSettings:
         """A trial's settings: its tools in a container of ``image`` whose working folder
         is held in ``folder``'s ``workspace``."""
@@ -57,18 +62,25 @@ class ModelAgents:
             workspace=folder / "workspace",
             environment=None if image is None else f"container:{image}"), self.overrides)
 
-    async def run(self, task: HarborTask, container: TrialContainer, folder: Path) -> AgentRun:
-        """The model's run on ``task`` within the task's agent timeout; never raises."""
+    async def run(self, step: Step, container: TrialContainer, folder: Path,
+                  logs: Path) -> AgentRun:
+        """The model's run on ``step`` within its agent timeout in the trial's container
+        (working folder held in ``folder``), logged in ``logs``; never raises."""
         clock = time.monotonic()
         settings = self.settings(folder, container.image)
         if settings.model is None:
             return AgentRun("error", error="no model: pass --model or --agent oracle")
+        if step.agent_user is not None:
+            return AgentRun("error", error=(
+                f"the task's agent runs as {step.agent_user!r}, and the model's shell and "
+                "python sessions cannot run as a user of the task's own yet (they run as "
+                "the image's); the oracle can (--agent oracle)"))
         try:
-            agent = await in_thread(lambda: self._agent(settings, container, folder))
+            agent = await in_thread(lambda: self._agent(settings, container, logs))
         except Exception as err:
             return AgentRun("error", error=f"the agent could not start: {err}")
         try:
-            outcome, error = await _driven(agent, task)
+            outcome, error = await _driven(agent, step)
         except Exception as err:
             outcome, error = Outcome.ERROR, f"{type(err).__name__}: {err}"
         finally:
@@ -117,11 +129,11 @@ class ModelAgents:
                 await closing()
 
 
-async def _driven(agent: Agent, task: HarborTask) -> tuple[Outcome, str | None]:
-    """The agent's outcome on the task's instruction, and what went wrong where it could
-    not go on (its model's server failed); ``timeout`` past the task's agent timeout."""
+async def _driven(agent: Agent, step: Step) -> tuple[Outcome, str | None]:
+    """The agent's outcome on the step's instruction, and what went wrong where it could
+    not go on (its model's server failed); ``timeout`` past the step's agent timeout."""
     try:
-        outcome = await asyncio.wait_for(agent.asend(task.instruction), task.agent_timeout)
+        outcome = await asyncio.wait_for(agent.asend(step.instruction), step.agent_timeout)
     except TimeoutError:
         return Outcome.TIMEOUT, None
     except ProviderError as err:

@@ -1,7 +1,8 @@
 """``--agent oracle``: the task's own solution in place of a model, to check a task set
 (every task should then get its full reward). As Harbor's oracle does, ``solution/`` is
-copied to ``/solution`` and ``solve.sh`` runs in the working folder with the task's
-``[solution] env``, its output in ``/logs/agent/oracle.txt``, within the agent's timeout."""
+copied to ``/solution`` and ``solve.sh`` runs in the working folder as the agent's user
+with the task's ``[solution] env``, its output in ``/logs/agent/oracle.txt``, within the
+agent's timeout; in a multi-step task, each step's own ``solution/`` where it has one."""
 
 from __future__ import annotations
 
@@ -10,21 +11,22 @@ from collections.abc import Mapping
 
 from ._container import AGENT_LOGS, TrialContainer
 from ._results import AgentRun
-from ._task import HarborTask
+from ._steps import Step
 
 SOLUTION = "/solution"
 ORACLE_LOG = f"{AGENT_LOGS}/oracle.txt"
 
 
-def run_oracle(container: TrialContainer, task: HarborTask, env: Mapping[str, str]) -> AgentRun:
-    """Run the task's ``solve.sh`` in ``container`` (blocking)."""
+def run_oracle(container: TrialContainer, step: Step, env: Mapping[str, str]) -> AgentRun:
+    """Run the step's ``solve.sh`` in ``container`` (blocking)."""
     clock = time.monotonic()
-    if not (task.solution / "solve.sh").is_file():
-        return AgentRun("error", error=f"{task.solution}/solve.sh does not exist")
-    container.copy_folder(task.solution, SOLUTION)
+    if not (step.solution / "solve.sh").is_file():
+        return AgentRun("error", error=f"{step.solution}/solve.sh does not exist")
+    container.as_root(f"rm -rf {SOLUTION}")
+    container.copy_folder(step.solution, SOLUTION)
     container.as_root(f"chmod +x {SOLUTION}/solve.sh")
     ran = container.run(f"({SOLUTION}/solve.sh) > {ORACLE_LOG} 2>&1",
-                        timeout=task.agent_timeout,
+                        timeout=step.agent_timeout, user=step.agent_user,
                         env={"DEBIAN_FRONTEND": "noninteractive", **env})
     seconds = round(time.monotonic() - clock, 3)
     if ran.timed_out:

@@ -74,6 +74,8 @@ class TrialResult:
     """For a model trial: its trajectory in ATIF."""
     started: str | None = None
     finished: str | None = None
+    step_results: list[Mapping[str, Any]] | None = None
+    """For a multi-step task: each step that ran (its agent, rewards, verifier, error)."""
 
     @property
     def ran(self) -> bool:

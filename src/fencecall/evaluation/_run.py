@@ -6,7 +6,8 @@ container CLI, the oracle's script, the verifier) runs in worker threads and a m
 replies are read on the loop, as in a batch. Images are built at most ``max_builds`` at a
 time, once per task (:class:`~._images.ImageCache`). The results file is a batch's
 (:class:`~fencecall.batch.ResultFile`): the trials already there are skipped, so a rerun
-with the same file picks up where a killed one stopped.
+with the same file picks up where a killed one stopped, or one stopped by Ctrl-C or
+SIGTERM: then every container goes and only the trials that ended have their lines.
 """
 
 from __future__ import annotations
@@ -15,15 +16,20 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..agent.offload import in_thread
 from ..batch import ResultFile
+from ..batch._driver import drive
 from ..defaults import BUILDS_AT_ONCE, TRIALS_AT_ONCE
 from ..environments import ContainerCli, choose_container_cli
 from ._images import ImageCache
 from ._model_agent import ModelAgents
 from ._results import TrialResult, trial_id
 from ._trial import Trials
+
+STOP_GRACE = 30.0
+"""Seconds the stopped trials have to end once their containers are being removed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +55,11 @@ def planned(tasks: Sequence[Path], trials: int, finished: frozenset[str]) -> lis
             if trial_id(task.name, index) not in finished]
 
 
-async def evaluate(plan: Sequence[tuple[Path, int]], options: EvalOptions
-                   ) -> AsyncIterator[TrialResult]:
-    """Run the ``plan``'s trials; yields each result as its trial ends."""
+async def evaluate(plan: Sequence[tuple[Path, int]], options: EvalOptions, *,
+                   stop: asyncio.Event | None = None) -> AsyncIterator[TrialResult]:
+    """Run the ``plan``'s trials; yields each result as its trial ends. Setting ``stop``
+    (or closing the generator) ends the evaluation: the trials under way are stopped,
+    their containers removed, and they yield nothing (they run again on resume)."""
     cli = options.cli if options.cli is not None else await in_thread(choose_container_cli)
     images = ImageCache(cli, options.folder / "builds", options.max_builds)
     trials = Trials(cli, images, options.folder, options.models, options.environ)
@@ -62,10 +70,20 @@ async def evaluate(plan: Sequence[tuple[Path, int]], options: EvalOptions
             return await trials.run(task, index)
 
     running = [asyncio.ensure_future(one(task, index)) for task, index in plan]
+    stopping: asyncio.Future[Any] = asyncio.ensure_future((stop or asyncio.Event()).wait())
     try:
-        for finished in asyncio.as_completed(running):
-            yield await finished
+        waiting: set[asyncio.Future[Any]] = set(running)
+        while waiting and not stopping.done():
+            done, waiting = await asyncio.wait(waiting | {stopping},
+                                               return_when=asyncio.FIRST_COMPLETED)
+            waiting.discard(stopping)
+            for finished in done:
+                if finished is not stopping and not stopping.done():
+                    result: TrialResult = finished.result()
+                    yield result
     finally:
+        stopping.cancel()
+        await in_thread(trials.halt)  # first: what the cancelled trials wait for ends
         for future in running:
             future.cancel()
         await asyncio.gather(*running, return_exceptions=True)
@@ -74,19 +92,20 @@ async def evaluate(plan: Sequence[tuple[Path, int]], options: EvalOptions
 
 
 def run_eval(tasks: Sequence[Path], options: EvalOptions, out: ResultFile,
-             on_result: Callable[[TrialResult], None] = lambda result: None
-             ) -> list[TrialResult]:
+             on_result: Callable[[TrialResult], None] = lambda result: None, *,
+             handle_signals: bool = False) -> list[TrialResult]:
     """Run each task's trials that ``out`` has no line for, appending each result there
-    (fsynced) as it comes; the new results."""
+    (fsynced) as it comes; the new results. With ``handle_signals`` (main thread only),
+    SIGINT and SIGTERM stop the evaluation cleanly (see :func:`evaluate`), then raise
+    :class:`~fencecall.batch.BatchInterrupted`; the results file holds whole lines of the
+    trials that ended, and a rerun runs the others."""
     plan = planned(tasks, options.trials, out.finished)
     results: list[TrialResult] = []
-
-    async def main() -> None:
-        async for result in evaluate(plan, options):
-            out.append(result.record())
-            results.append(result)
-            on_result(result)
-
-    if plan:
-        asyncio.run(main())
+    if not plan:
+        return results
+    for result in drive(lambda stop: evaluate(plan, options, stop=stop), grace=STOP_GRACE,
+                        handle_signals=handle_signals, name="fencecall-eval-loop"):
+        out.append(result.record())
+        results.append(result)
+        on_result(result)
     return results

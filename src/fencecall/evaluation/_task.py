@@ -1,22 +1,21 @@
 """A Harbor task folder, read as Harbor reads it.
 
-A task is a folder with ``task.toml``, ``instruction.md`` (the prompt), ``environment/``
-(a ``Dockerfile`` and its build context, or ``[environment] docker_image``), ``tests/``
+A task is a folder with ``task.toml``, ``instruction.md`` (the prompt), ``environment/`` (a
+``Dockerfile`` and its build context, or ``[environment] docker_image``), ``tests/``
 (``test.sh``, copied in only for the verifier) and optionally ``solution/`` (``solve.sh``,
-for ``--agent oracle``). Only the keys fencecall acts on are read; every other key and
-section is kept in :attr:`HarborTask.raw` and refused nowhere, since task sets written for
-schema 1.0 and for later ones both occur. ``version`` is the old name of
-``schema_version``, ``memory = "2G"`` of ``memory_mb``, ``allow_internet`` of
-``network_mode``, as in Harbor.
+for ``--agent oracle``), or ``[[steps]]`` of their own (:mod:`._steps`). Only the keys
+fencecall acts on are read; every other key and section is kept in :attr:`HarborTask.raw`
+and refused nowhere, since task sets written for schema 1.0 and for later ones both occur.
+``version`` is the old name of ``schema_version``, ``memory = "2G"`` of ``memory_mb``,
+``allow_internet`` of ``network_mode``, as in Harbor.
 
-``env`` tables name host variables as ``${VAR}`` or ``${VAR:-default}`` (a whole value,
-as Harbor matches it); :func:`resolve_env` reads them from fencecall's own environment
-when a trial starts, and a variable that is not set is that task's error.
+``env`` tables name host variables as ``${VAR}`` or ``${VAR:-default}`` (a whole value, as
+Harbor matches it); :func:`resolve_env` reads them from fencecall's own environment when a
+trial starts, and a variable that is not set is that task's error.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -24,18 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ._reader import Reader
+from ._reader import TaskError as TaskError  # the face of this module
+from ._steps import VERIFIER_TIMEOUT, Step, network, read_steps, reward_strategy
 
 CONFIG_NAME = "task.toml"
 BUILD_TIMEOUT = 600.0
-"""Harbor's defaults: ``[environment] build_timeout_sec`` and ``[verifier] timeout_sec``."""
-VERIFIER_TIMEOUT = 600.0
+"""Harbor's default ``[environment] build_timeout_sec``."""
 _TEMPLATE = re.compile(r"\$\{([^}:]+)(?::-(.*))?\}")
 _SIZE_UNITS = {"G": 1024.0, "M": 1.0, "K": 1 / 1024}
-
-
-class TaskError(UserError):
-    """A task folder cannot be read as a Harbor task; the message names the file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +67,22 @@ class HarborTask:
     solution_env: Mapping[str, str] = field(default_factory=dict)
     schema_version: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+    agent_user: str | None = None
+    """Whom the agent runs as (None: the image's ``USER``); the verifier's likewise."""
+    verifier_user: str | None = None
+    steps: tuple[Step, ...] = ()
+    """``[[steps]]`` (none: the task is one step, :meth:`plan`)."""
+    reward_strategy: str = "mean"
+    network_refusal: str | None = None
+    """Why the task's network cannot be given here (its trials are not run)."""
+
+    def plan(self) -> tuple[Step, ...]:
+        """The steps a trial runs: ``[[steps]]``, else the task as its one step."""
+        return self.steps or (Step(
+            None, self.instruction, (self.tests,), self.solution,
+            agent_timeout=self.agent_timeout, agent_user=self.agent_user,
+            verifier_timeout=self.verifier_timeout, verifier_env=self.verifier_env,
+            verifier_user=self.verifier_user),)
 
     @property
     def tests(self) -> Path:
@@ -113,21 +125,27 @@ def read_task(folder: Path) -> HarborTask:
         raw = tomllib.loads(config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise TaskError(f"{config}: {err}") from None
+    read = Reader(config, raw)
+    steps = read_steps(folder, read)
     try:
         instruction = (folder / "instruction.md").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise TaskError(f"{folder}: no readable instruction.md ({err})") from None
-    read = _Reader(config, raw)
+        if not steps:  # a multi-step task's instructions are its steps'
+            raise TaskError(f"{folder}: no readable instruction.md ({err})") from None
+        instruction = ""
+    public, refusal = network(read)
     return HarborTask(
         name=folder.name, path=folder, instruction=instruction,
-        environment=_environment(folder, read),
+        environment=_environment(folder, read, public),
         agent_timeout=read.number("agent", "timeout_sec"),
         verifier_timeout=read.number("verifier", "timeout_sec") or VERIFIER_TIMEOUT,
         verifier_env=read.env("verifier"), solution_env=read.env("solution"),
-        schema_version=read.text("", "schema_version") or read.text("", "version"), raw=raw)
+        schema_version=read.text("", "schema_version") or read.text("", "version"), raw=raw,
+        agent_user=read.user("agent"), verifier_user=read.user("verifier"), steps=steps,
+        reward_strategy=reward_strategy(read), network_refusal=refusal)
 
 
-def _environment(folder: Path, read: _Reader) -> EnvironmentSpec:
+def _environment(folder: Path, read: Reader, public: bool) -> EnvironmentSpec:
     dockerfile = folder / "environment" / "Dockerfile"
     image = read.text("environment", "docker_image")
     if not dockerfile.is_file() and image is None:
@@ -136,28 +154,13 @@ def _environment(folder: Path, read: _Reader) -> EnvironmentSpec:
     cpus = read.number("environment", "cpus")
     return EnvironmentSpec(
         dockerfile=dockerfile if dockerfile.is_file() else None, docker_image=image,
-        workdir=read.text("environment", "workdir"), network=_network(read),
+        workdir=read.text("environment", "workdir"), network=public,
         cpus=cpus, memory_mb=_memory_mb(read),
         build_timeout=read.number("environment", "build_timeout_sec") or BUILD_TIMEOUT,
         env=read.env("environment"))
 
 
-def _network(read: _Reader) -> bool:
-    """Harbor's ``network_mode`` (``public``, ``no-network``; an allowlist cannot be held
-    here), else the older ``allow_internet``; public where neither is said."""
-    mode = read.text("environment", "network_mode")
-    if mode is not None:
-        if mode not in ("public", "no-network"):
-            raise read.error("environment", "network_mode",
-                             f"{mode!r} is not supported here (public or no-network)")
-        return mode == "public"
-    allow = read.section("environment").get("allow_internet")
-    if allow is not None and not isinstance(allow, bool):
-        raise read.error("environment", "allow_internet", "must be true or false")
-    return True if allow is None else allow
-
-
-def _memory_mb(read: _Reader) -> int | None:
+def _memory_mb(read: Reader) -> int | None:
     """``memory_mb``, or the older ``memory`` (``"2G"``, ``"512M"``), as Harbor reads it."""
     number = read.number("environment", "memory_mb")
     old = read.section("environment").get("memory")
@@ -173,47 +176,6 @@ def _memory_mb(read: _Reader) -> int | None:
             raise read.error("environment", "memory", f"{old!r} contradicts memory_mb")
         return from_old
     return None if number is None else int(number)
-
-
-class _Reader:
-    """Typed reads of ``task.toml``'s known keys; a wrong type is a :class:`TaskError`."""
-
-    def __init__(self, path: Path, raw: Mapping[str, Any]):
-        self.path, self.raw = path, raw
-
-    def error(self, section: str, key: str, why: str) -> TaskError:
-        return TaskError(f"{self.path}: {f'[{section}] ' if section else ''}{key}: {why}")
-
-    def section(self, name: str) -> Mapping[str, Any]:
-        if not name:
-            return self.raw
-        found = self.raw.get(name, {})
-        if not isinstance(found, dict):
-            raise TaskError(f"{self.path}: [{name}] must be a table")
-        return found
-
-    def text(self, section: str, key: str) -> str | None:
-        value = self.section(section).get(key)
-        if value is None or isinstance(value, str):
-            return value
-        if section == "" and isinstance(value, int | float):  # version = 1.0
-            return str(value)
-        raise self.error(section, key, "must be text")
-
-    def number(self, section: str, key: str) -> float | None:
-        value = self.section(section).get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float) \
-                or not math.isfinite(value) or value <= 0:
-            raise self.error(section, key, "must be a positive number")
-        return float(value)
-
-    def env(self, section: str) -> dict[str, str]:
-        table = self.section(section).get("env", {})
-        if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
-            raise self.error(section, "env", "must be a table of texts")
-        return dict(table)
 
 
 def resolve_env(table: Mapping[str, str], environ: Mapping[str, str],

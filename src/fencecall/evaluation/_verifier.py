@@ -1,7 +1,8 @@
 """The verifier, as Harbor runs it: after the agent, in the same container, ``tests/`` is
-copied to ``/tests`` and ``/tests/test.sh`` runs in the working folder with the task's
-``[verifier] env``, its output in ``/logs/verifier/test-stdout.txt``; stale reward files
-are removed first, so nothing the agent wrote there counts.
+copied to ``/tests`` (a step's own on top of the task's) and ``/tests/test.sh`` runs in the
+working folder as the ``[verifier] user`` with its ``env``, its output in
+``/logs/verifier/test-stdout.txt``; stale reward files are removed first, so nothing the
+agent wrote there counts.
 
 The rewards are ``/logs/verifier/reward.json`` (a table of named numbers) where it exists,
 else ``/logs/verifier/reward.txt`` (one number, the ``reward``); an empty, unreadable or
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ._container import VERIFIER_LOGS, TrialContainer
-from ._task import HarborTask
+from ._steps import Step
 
 TESTS = "/tests"
 REWARD_JSON = f"{VERIFIER_LOGS}/reward.json"
@@ -56,21 +57,24 @@ def primary(rewards: Mapping[str, float] | None) -> float | None:
     return next(iter(rewards.values())) if len(rewards) == 1 else None
 
 
-def verify(container: TrialContainer, task: HarborTask, env: Mapping[str, str]) -> Verdict:
-    """Run the task's tests in ``container`` (blocking) and read the rewards."""
+def verify(container: TrialContainer, step: Step, env: Mapping[str, str]) -> Verdict:
+    """Run the step's tests in ``container`` (blocking) and read the rewards."""
     clock = time.monotonic()
-    if not (task.tests / "test.sh").is_file():
-        return Verdict(None, None, error=f"{task.tests}/test.sh does not exist")
+    folders = [folder for folder in step.tests if folder.is_dir()]
+    if not any((folder / "test.sh").is_file() for folder in folders):
+        return Verdict(None, None, error=" or ".join(f"{folder}/test.sh" for folder in
+                                                     step.tests) + " does not exist")
     container.as_root(f"rm -f {REWARD_JSON} {REWARD_TXT}")
-    container.copy_folder(task.tests, TESTS)
+    for folder in folders:
+        container.copy_folder(folder, TESTS)
     container.as_root(f"chmod +x {TESTS}/test.sh")
     ran = container.run(f"({TESTS}/test.sh) > {TEST_OUTPUT} 2>&1",
-                        timeout=task.verifier_timeout, env=env)
+                        timeout=step.verifier_timeout, env=env, user=step.verifier_user)
     output = container.read(TEST_OUTPUT, OUTPUT_TAIL) or ""
     seconds = round(time.monotonic() - clock, 3)
     if ran.timed_out:
         return Verdict(None, None, output, f"the tests ran past their timeout of "
-                       f"{task.verifier_timeout:g} s", seconds)
+                       f"{step.verifier_timeout:g} s", seconds)
     try:
         rewards = read_rewards(container.read(REWARD_JSON), container.read(REWARD_TXT))
     except RewardError as err:

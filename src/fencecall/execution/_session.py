@@ -34,7 +34,7 @@ from ..sandbox import (
     sweep_groups_once,
 )
 from ..sandbox.reaper import sweep_once
-from ..secrecy import Redactor, tool_environment
+from ..secrecy import TOOL_ENV_ALLOWLIST, Redactor, tool_environment
 from ..tools import (
     ConfirmFunc,
     ConfirmRequest,
@@ -269,8 +269,11 @@ class Session:
 
     def tool_env(self) -> dict[str, str]:
         """The environment for processes tools start: the allow-listed variables and those
-        the user passes, never a secret, so a model cannot read one back through a shell."""
-        return tool_environment(os.environ, self._pass_env, secret_names=self._secrets)
+        the user passes, never a secret, so a model cannot read one back through a shell.
+        In an environment only those passed: its image has its own ``PATH`` and ``HOME``."""
+        return tool_environment(os.environ, self._pass_env, secret_names=self._secrets,
+                                allowlist=() if self.environment is not None else
+                                TOOL_ENV_ALLOWLIST)
 
     def functions(self) -> Mapping[str, Callable[..., Any]]:
         return self.toolchain.functions()

@@ -57,13 +57,16 @@ os.register_at_fork(after_in_child=_forget_pool)
 
 
 def start_process(argv: Sequence[str], *, limits: ResourceLimits | None = None,
-                  **options: Any) -> subprocess.Popen[bytes]:
+                  reaper: bool = False, **options: Any) -> subprocess.Popen[bytes]:
     """``subprocess.Popen(argv, **options)``, forked from a thread that lives as long as
     fencecall, and killed when fencecall dies; under ``limits`` (see
     :mod:`._resource_limits`) when given. Both bwrap's ``--die-with-parent`` and our own
     parent-death signal are PR_SET_PDEATHSIG, which fires when the *thread* that forked the
-    process ends: one started from a short-lived worker thread would die with that thread."""
-    future = _steady_pool().submit(_popen, argv, limits, options)
+    process ends: one started from a short-lived worker thread would die with that thread.
+    ``reaper``: ``argv`` is a :func:`~.reaper.reaped` one, whose reaper sets its own
+    parent-death signal and runs nothing unless its parent is still this process, so no
+    setpriv is started before it."""
+    future = _steady_pool().submit(_popen, argv, limits, options, reaper)
     try:
         proc: subprocess.Popen[bytes] = future.result()
     except BaseException:  # Ctrl-C while waiting: the process may still start; stop it then
@@ -80,12 +83,12 @@ spawns are serialised on one thread), against a fraction of one."""
 
 
 def _popen(argv: Sequence[str], limits: ResourceLimits | None,
-           options: dict[str, Any]) -> subprocess.Popen[bytes]:
+           options: dict[str, Any], reaper: bool = False) -> subprocess.Popen[bytes]:
     bwrap = "--die-with-parent" in argv[:40] and any(Path(a).name == "bwrap" for a in argv[:8])
     if limits is not None:
         argv = limited(argv, limits, Cgroup.create(limits))
-    if bwrap:
-        return subprocess.Popen(argv, **options)  # bwrap sets the signal itself (after nsenter)
+    if bwrap or reaper:  # each sets the signal itself (bwrap after nsenter)
+        return subprocess.Popen(argv, **options)
     if _SETPRIV is not None:
         return subprocess.Popen([_SETPRIV, "--pdeathsig", "KILL", "--", *argv], **options)
     return subprocess.Popen(argv, preexec_fn=_die_with_parent, **options)

@@ -9,6 +9,11 @@ them and exits. What a reaper killed together with fencecall (``kill -9`` of bot
 killer) leaves behind carries ``FENCECALL_REAPER`` in its environment, and :func:`sweep`
 finds it on the next start. Linux only (``prctl``); elsewhere :func:`reaped` runs the
 program as it is.
+
+Every shell starts one, so it must start cheaply: where fencecall was built with a C compiler
+the reaper is ``fencecall-reaper`` beside this module (``_reaper.c``, built by ``setup.py``),
+which starts in well under a millisecond; elsewhere the same steps run as a bare ``python -I
+-S`` script (:data:`_SCRIPT`), whose interpreter start costs 10-20 ms of CPU per shell.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import _processes
 from .scratch import PREFIX, process_alive
@@ -34,6 +40,10 @@ _ENVIRON_LIMIT = 256 * 1024
 """Bytes of a process's environment :func:`sweep` reads: the variable may come last."""
 _KILL_FOR = 2.0
 _POLL = 0.02
+
+PROGRAM: Path | None = Path(__file__).with_name("fencecall-reaper")
+"""The compiled reaper (``_reaper.c``), the same steps as :data:`_SCRIPT` with the same
+arguments; None (or a path that is not there) runs the script instead."""
 
 _SCRIPT = r"""
 import ctypes, os, sys, time
@@ -139,12 +149,19 @@ def reaped(argv: Sequence[str], owner: str) -> list[str]:
     """The argv that runs ``argv`` under a reaper, to be started by this process (the reaper
     checks that its parent is still the one that built the argv). ``owner`` names the owning
     fencecall process (``fencecall-KIND-PID-…``, a scratch folder's name) for :func:`sweep`.
-    The reaper is a bare ``python -I -S`` that imports nothing of fencecall's: it starts in
-    about 10 ms."""
+    The reaper is :data:`PROGRAM` where it was built, else a bare ``python -I -S`` that
+    imports nothing of fencecall's."""
     if not sys.platform.startswith("linux"):
         return list(argv)
-    return [sys.executable, "-I", "-S", "-c", _SCRIPT, f"{VARIABLE}={owner}",
-            str(os.getpid()), *argv]
+    arguments = [f"{VARIABLE}={owner}", str(os.getpid()), *argv]
+    if _compiled() is not None:
+        return [str(PROGRAM), *arguments]
+    return [sys.executable, "-I", "-S", "-c", _SCRIPT, *arguments]
+
+
+def _compiled() -> Path | None:
+    """:data:`PROGRAM` when it can run here."""
+    return PROGRAM if PROGRAM is not None and os.access(PROGRAM, os.X_OK) else None
 
 
 def tree(pid: int) -> list[int]:
@@ -341,10 +358,14 @@ def _reaper_setting(pid: int, uid: int) -> str | None:
 
 
 def _is_reaper(pid: int, setting: str) -> bool:
-    """Whether ``pid`` is a reaper that :func:`reaped` gave ``setting``."""
+    """Whether ``pid`` is a reaper that :func:`reaped` gave ``setting``: the compiled one
+    (its setting first) or the script (after ``-I -S -c SCRIPT``)."""
     try:
         args = _read(f"/proc/{pid}/cmdline", len(_SCRIPT) * 2 + 4096).split(b"\0")
     except OSError:
         return False
-    return len(args) > 5 and args[3] == b"-c" and args[5] == setting.encode()
+    wanted = setting.encode()
+    if len(args) > 1 and Path(os.fsdecode(args[0])).name == "fencecall-reaper":
+        return args[1] == wanted
+    return len(args) > 5 and args[3] == b"-c" and args[5] == wanted
 

@@ -103,18 +103,30 @@ def display(path: Path, roots: Sequence[Path]) -> str:
     return str(path)
 
 
+def give_to(fd: int, owner: os.stat_result) -> None:
+    """Make ``owner``'s user and group those of the file ``fd`` where they differ and this
+    process may (as root)."""
+    if (owner.st_uid, owner.st_gid) != (os.geteuid(), os.getegid()):
+        with contextlib.suppress(PermissionError):  # by /proc: a folder's is an O_PATH one
+            os.chown(f"/proc/self/fd/{fd}", owner.st_uid, owner.st_gid)
+
+
 def _descend(current: int, names: Sequence[str], path: Path, *, make: bool) -> int:
     """From the folder ``current`` (taken over) down through ``names``, never through a link,
     making the missing ones if ``make``. The caller closes the descriptor returned."""
     try:
         for name in names:
+            made = False
             if make:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(name, 0o777, dir_fd=current)
+                    made = True
             following = _open_folder(name, current)
             if following is None:
                 raise PathChanged(errno.ENOTDIR, "not a folder, or a link (not followed)",
                                   str(path))
+            if made:  # its folder's owner, as a new file (see file_io.atomic_write)
+                give_to(following, os.fstat(current))
             os.close(current)
             current = following
     except BaseException:

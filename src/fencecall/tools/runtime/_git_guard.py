@@ -66,7 +66,7 @@ while IFS= read -r fencecall_name; do
     case $fencecall_name in *.textconv) fencecall_off "$fencecall_name" cat ;;
         *) fencecall_off "$fencecall_name" "" ;; esac
 done < <(command git config --name-only --get-regexp {shlex.quote(_PROGRAMS)} 2>/dev/null)
-while IFS= read -r fencecall_name; do
+[[ -e .gitmodules ]] && while IFS= read -r fencecall_name; do
     fencecall_name=${{fencecall_name%.path}}
     fencecall_off "$fencecall_name.ignore" dirty
 done < <(command git config --file .gitmodules --name-only --get-regexp {shlex.quote(_SUBMODULES)} \
@@ -76,4 +76,6 @@ unset fencecall_name
 """
 """Bash that sets up the environment of a run nobody confirmed (see the module's docstring).
 It lists the drivers of the repository of the run's working directory: a ``git -C``, a
-``--git-dir`` or a ``cd`` elsewhere is not read-only to the classifier."""
+``--git-dir`` or a ``cd`` elsewhere is not read-only to the classifier. Without a
+``.gitmodules`` there (the ``git config --file`` would read nothing) no git is started for
+submodules: every read-only run pays for this script."""

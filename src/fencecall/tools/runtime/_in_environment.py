@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ...environments import Environment
@@ -23,23 +23,35 @@ from ...sandbox import readable
 
 PATHS = ("/dev/fd/3", "/dev/fd/4", "/dev/fd/5")
 """Where bash in an environment finds its stdout, stderr and state files."""
-VARIABLES = {"PAGER": "cat", "GIT_PAGER": "cat", "TERM": "dumb"}
-"""What the tools' processes get besides the image's own environment."""
+_PAGERS = {"PAGER": "cat", "GIT_PAGER": "cat"}
+
+
+def variables(passed: Mapping[str, str] | None) -> dict[str, str]:
+    """What the tools' processes get besides the image's own environment: the variables
+    the user passes (``pass_env``), pagers that do not wait, a dumb terminal."""
+    return {**_PAGERS, **(passed or {}), "TERM": "dumb"}
+
+
 _STARTS_WITHIN = 60.0
 """Seconds a process in the environment has to say its pid."""
 _SAY_PID = 'echo "$$"; exec "$@"'
 
 
 def scratch_folder(environment: Environment, kind: str) -> Path:
-    """A new private folder in the environment's scratch folder (which its processes see
-    read-only), for one shell's scripts."""
-    return Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=environment.scratch))
+    """A new folder in the environment's scratch folder (which its processes see
+    read-only), for one shell's scripts: whoever the image's user is may enter it, and
+    nobody but fencecall may list it."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=environment.scratch))
+    folder.chmod(0o711)
+    return folder
 
 
-def spawn_bash(environment: Environment, fds: Sequence[int]) -> subprocess.Popen[bytes]:
-    """bash in ``environment``, its commands on stdin; it first prints its pid there."""
+def spawn_bash(environment: Environment, fds: Sequence[int],
+               passed: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """bash in ``environment``, its commands on stdin, with the variables ``passed``; it
+    first prints its pid there."""
     return environment.spawn(["sh", "-c", _SAY_PID, "sh", "bash", "--noprofile", "--norc"],
-                             fds=fds, env=VARIABLES, stdin=subprocess.PIPE,
+                             fds=fds, env=variables(passed), stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
 
@@ -71,15 +83,16 @@ def driver_path(environment: Environment, driver: Path) -> str:
     return str(target)
 
 
-def spawn_python(environment: Environment, command: Sequence[str],
-                 fds: Sequence[int]) -> subprocess.Popen[bytes]:
+def spawn_python(environment: Environment, command: Sequence[str], fds: Sequence[int],
+                 passed: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
     """The interpreter ``command`` (its pipes' numbers 3 and 4) in ``environment``, with
-    its stdout and stderr the files ``fds[2:]`` (descriptors 5 and 6 there)."""
+    its stdout and stderr the files ``fds[2:]`` (descriptors 5 and 6 there) and the
+    variables ``passed``."""
     if not environment.has_program("python3"):
         raise ToolError("python: the environment has no python3, which the python tool "
                         "needs; use the shell tool, or an image with python3")
     return environment.spawn(["sh", "-c", 'exec "$@" >&5 2>&6 5>&- 6>&-', "sh", *command],
-                             fds=fds, env=VARIABLES, stdin=subprocess.DEVNULL,
+                             fds=fds, env=variables(passed), stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -14,7 +14,7 @@ import os
 import secrets
 import stat
 
-from ..workspace import PathChanged, Place
+from ..workspace import PathChanged, Place, give_to
 
 BINARY_SNIFF = 8192
 ENCODING = "utf-8"
@@ -90,7 +90,10 @@ def atomic_write(place: Place, text: str) -> None:
     folder by descriptor.
 
     A reader (or a crash) sees the old file or the new one, never half of it. Missing folders
-    are created; an existing file keeps its permission bits, a new one gets the umask's.
+    are created; an existing file keeps its permission bits, a new one gets the umask's. It
+    keeps its owner too, and a new one takes its folder's, where fencecall may give files
+    away (as root: a container's user, or the owner of a folder worked in with sudo, can
+    go on writing it).
     """
     if place.info is not None and stat.S_ISDIR(place.info.st_mode):
         # before any temporary file: a place naming a root itself has its folder outside
@@ -102,6 +105,8 @@ def atomic_write(place: Place, text: str) -> None:
             mode = place.info.st_mode & 0o7777
         temp, fd = _new_temp(folder, place.name)
         try:
+            give_to(fd, place.info if place.info is not None and
+                    stat.S_ISREG(place.info.st_mode) else os.fstat(folder))
             with os.fdopen(fd, "wb") as handle:
                 handle.write(encode(text))
                 handle.flush()

@@ -105,7 +105,8 @@ class PythonSession:
     Output is cut to ``output_limit`` characters (bytes for stdout and stderr), head and
     tail; code that writes more than ``disk_limit`` bytes of it (default: the sandbox's
     ``limits.output``) is stopped. With an ``environment`` the interpreter runs there (see
-    :mod:`._in_environment`), and ``cwd``, ``env`` and ``sandbox`` are not used."""
+    :mod:`._in_environment`) with only the variables of ``env``, and ``cwd`` and
+    ``sandbox`` are not used."""
 
     def __init__(self, cwd: Path, functions: Mapping[str, Callable[..., Any]] | None = None,
                  env: Mapping[str, str] | None = None, sandbox: Sandbox | None = None, *,
@@ -140,14 +141,23 @@ class PythonSession:
             self._send({"op": "functions", "names": sorted(self._functions)})
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        request_read, self._request_fd = os.pipe()
-        self._reply_fd, reply_write = os.pipe()
+        pipe = os.pipe if self._place is None else self._place.pipe
+        request_read, self._request_fd = pipe()
+        try:
+            self._reply_fd, reply_write = pipe()
+        except BaseException:  # an environment's pipe can fail (see environments._handoff)
+            _capture.close(request_read, self._request_fd)
+            raise
         if self._place is not None:
+            # new files: an unnamed file can be handed into a container once (it is linked
+            # there, which the kernel allows a file made unnamed only once)
+            _capture.close(self._out, self._err)
+            self._out, self._err = _capture.unnamed_file(), _capture.unnamed_file()
             try:
                 return in_environment.spawn_python(self._place, [
                     "python3", "-P", "-u", in_environment.driver_path(self._place, DRIVER),
                     "3", "4", str(int(STOP_SIGNAL)), str(REPLY_LIMIT)],
-                    (request_read, reply_write, self._out, self._err))
+                    (request_read, reply_write, self._out, self._err), self._env)
             finally:
                 os.close(request_read)
                 os.close(reply_write)
@@ -162,7 +172,8 @@ class PythonSession:
                 argv, stdin=subprocess.DEVNULL,
                 stdout=self._out, stderr=self._err, cwd=self._cwd,
                 pass_fds=(request_read, reply_write, *self._sandbox.pass_fds),
-                start_new_session=True, env=self._env, limits=self._sandbox.limits)
+                start_new_session=True, env=self._env, limits=self._sandbox.limits,
+                reaper=not self._sandbox.enforced)
         finally:
             os.close(request_read)
             os.close(reply_write)

@@ -115,9 +115,9 @@ def _save_state(target: str) -> str:
             f">{target} 2>/dev/null; ")
 
 
-def _create(path: Path, text: str) -> None:
+def _create(path: Path, text: str, mode: int = 0o600) -> None:
     """Write a new file; fails rather than follow anything put at ``path``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as handle:
         handle.write(text)
 
@@ -419,8 +419,8 @@ class ShellSession:
     command (its working directory and exported variables; after ``cmd &``, its state after
     the command). ``disk_limit`` is the output a command may write (default: the sandbox's
     ``limits.output``). With an ``environment`` bash runs there (see
-    :mod:`._in_environment`), in its working folder, and ``cwd`` and ``sandbox`` are not
-    used."""
+    :mod:`._in_environment`), in its working folder, with only the variables of ``env``,
+    and ``cwd`` and ``sandbox`` are not used."""
 
     def __init__(self, cwd: Path, *, env: dict[str, str] | None = None,
                  output_limit: int = 1_000_000, disk_limit: int | None = None,
@@ -436,6 +436,9 @@ class ShellSession:
         self._dir = make_scratch("shell") if environment is None else \
             in_environment.scratch_folder(environment, "shell")
         """The scripts and states fencecall writes for bash, which it sees read-only."""
+        self._mode = 0o600 if environment is None else 0o644
+        """An environment's user may be anyone: its scripts are readable to all, in a
+        folder nobody else may list."""
         self._own_tmp: Path | None = None
         if self._sandbox.policy is SandboxPolicy.WORKSPACE_WRITE and self._sandbox.tmp is None:
             # a folder rather than a tmpfs, so that read-only runs see the files in /tmp too
@@ -472,7 +475,7 @@ class ShellSession:
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL, cwd=self._cwd, env=self._environment(),
                 start_new_session=True, pass_fds=(*self._sandbox.pass_fds, *files.fds),
-                limits=self._sandbox.limits))
+                limits=self._sandbox.limits, reaper=not self._sandbox.enforced))
         except BaseException:
             files.close()
             raise
@@ -482,7 +485,8 @@ class ShellSession:
         """A bash in ``environment``, below an init of its own there."""
         files = _Capture()
         try:
-            proc = self._gate.start(lambda: in_environment.spawn_bash(environment, files.fds))
+            proc = self._gate.start(lambda: in_environment.spawn_bash(
+                environment, files.fds, self._env))
             try:
                 init = in_environment.init_of_bash(environment, proc)
             except BaseException:
@@ -538,7 +542,7 @@ class ShellSession:
                 raise ValueError("read_only needs an enforced sandbox")
             return self._run_read_only(command, timeout, background_after)
         script = self._dir / f"{secrets.token_hex(8)}.sh"
-        _create(script, command + "\n")
+        _create(script, command + "\n", self._mode)
         kept = False
         try:
             result, kept = self._run(command, script, timeout, background_after)
@@ -642,7 +646,7 @@ class ShellSession:
         if state is None:
             return None
         path = self._dir / f"{secrets.token_hex(8)}.state"
-        _create(path, state)
+        _create(path, state, self._mode)
         return path
 
     def _retire(self, command: str, bash: _Bash, marker: str, script: Path, *,

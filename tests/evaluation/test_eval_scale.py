@@ -1,0 +1,120 @@
+"""``fencecall eval`` at scale: one build of an image per machine whichever process asks
+(two image caches, as two Ray workers), and shards of trials on a real local Ray, each
+worker with its own container CLI (real podman)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from fencecall.environments import choose_container_cli
+from fencecall.evaluation import TAG, ImageCache, context_key, read_task
+from tests.cli.conftest import cli_env
+
+from ..batch.test_ray import local_ray
+from ..containers import base_image
+from .test_eval import TEST_TXT, WAIT, lines, make_task
+from .test_eval_stop import NAPPING, wait_for
+
+__all__ = ["base_image", "local_ray"]
+
+TOML = '[environment]\nallow_internet = false\nworkdir = "/work"\n'
+
+
+def new_image_task(root: Path, name: str, base: str) -> Path:
+    """A task whose image is new to this machine (a nonce in its context)."""
+    return make_task(root, name, TOML, f"FROM {base}\nCOPY nonce /opt/\n", TEST_TXT,
+                     {"nonce": uuid.uuid4().hex})
+
+
+def remove_image(folder: Path) -> None:
+    key = context_key(choose_container_cli("podman"), folder / "environment" / "Dockerfile")
+    subprocess.run(["podman", "rmi", f"{TAG}:{key}"], capture_output=True, check=False)
+
+
+def test_two_processes_caches_build_one_image_once(base_image: str, tmp_path: Path) -> None:
+    folder = new_image_task(tmp_path / "set", "shared", base_image)
+    spec = read_task(folder).environment
+    cli = choose_container_cli("podman")
+    caches = [ImageCache(cli, tmp_path / f"builds{n}") for n in range(2)]
+
+    async def both() -> list[Any]:
+        return list(await asyncio.gather(*(cache.image(spec) for cache in caches)))
+
+    try:
+        images = asyncio.run(both())
+        assert images[0].name == images[1].name
+        assert sorted(image.built for image in images) == [False, True]
+        assert sum(cache.built for cache in caches) == 1
+    finally:
+        remove_image(folder)
+
+
+def test_trials_run_in_shards_on_ray_each_image_built_once(
+        local_ray: Any, base_image: str, tmp_path: Path) -> None:
+    root = tmp_path / "set"
+    fresh = new_image_task(root, "fresh", base_image)
+    make_task(root, "plain", TOML, f"FROM {base_image}\n", TEST_TXT)
+    out = tmp_path / "ray.jsonl"
+    address = local_ray.get_runtime_context().gcs_address
+    command = [sys.executable, "-m", "fencecall.cli.main", "eval", str(root), "--out", str(out),
+               "--agent", "oracle", "-k", "3", "-j", "1", "--shard-size", "1", "--ray", address]
+    env = cli_env(tmp_path, "http://127.0.0.1:9", EVAL_GREETING="hi")
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=WAIT)
+        assert done.returncode == 0, done.stderr
+        results = {line["id"]: line for line in lines(out)}
+        assert sorted(results) == [f"{task}#{n}" for task in ("fresh", "plain")
+                                   for n in range(3)]
+        assert all(line["reward"] == 1.0 for line in results.values()), results
+        built = [line["image_built"] for line in results.values() if line["task"] == "fresh"]
+        assert sorted(built) == [False, False, True]  # six shards, one build
+        image = results["fresh#0"]["image"]
+        assert containers_of(image) == []
+        again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=WAIT)
+        assert again.returncode == 0, again.stderr
+        assert "6 of 6 trials are in" in again.stderr and len(lines(out)) == 6
+    finally:
+        remove_image(fresh)
+
+
+def test_ctrl_c_on_ray_cancels_the_shards_and_they_remove_their_containers(
+        local_ray: Any, base_image: str, tmp_path: Path) -> None:
+    root = tmp_path / "set"
+    slow = new_image_task(root, "slow", base_image)
+    (slow / "solution" / "solve.sh").write_text(NAPPING)
+    (slow / "task.toml").write_text(TOML + '[solution]\nenv = { NAP = "${EVAL_NAP}" }\n')
+    out = tmp_path / "ray.jsonl"
+    started = tmp_path / "ray.jsonl.d" / "trials" / "slow" / "0" / "workspace" / "started"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fencecall.cli.main", "eval", str(root), "--out", str(out),
+         "--agent", "oracle", "--ray", local_ray.get_runtime_context().gcs_address],
+        env=cli_env(tmp_path, "http://127.0.0.1:9", EVAL_NAP="300"), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(started.exists, proc, "the slow oracle under way")
+        key = context_key(choose_container_cli("podman"), slow / "environment" / "Dockerfile")
+        image = f"{TAG}:{key}"
+        assert containers_of(image) != []
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=WAIT)
+        assert proc.returncode == 130, stderr
+        assert containers_of(image) == []
+        assert not out.exists() or out.read_text() == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        remove_image(slow)
+
+
+def containers_of(image: str) -> list[str]:
+    """The containers of ``image`` (podman 4.3's ancestor filter misses a tagged name)."""
+    done = subprocess.run(["podman", "ps", "--all", "--format", "{{.ID}} {{.Image}}"],
+                          capture_output=True, text=True, check=True)
+    return [line.split()[0] for line in done.stdout.splitlines()
+            if line.split()[1:] and line.split()[1].removeprefix("localhost/") == image]
