@@ -17,8 +17,8 @@ import fencecall
 PACKAGE = Path(fencecall.__file__).parent
 
 LAYERS = (
-    ("fencecall.defaults", "fencecall.errors", "fencecall.jsonl", "fencecall.message",
-     "fencecall.parsing", "fencecall.secrecy", "fencecall.telemetry"),
+    ("fencecall._lazy", "fencecall.defaults", "fencecall.errors", "fencecall.jsonl",
+     "fencecall.message", "fencecall.parsing", "fencecall.secrecy", "fencecall.telemetry"),
     ("fencecall.accounting", "fencecall.log_records"),
     ("fencecall.sandbox",),
     ("fencecall.environments",),

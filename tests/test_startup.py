@@ -24,6 +24,12 @@ schema, the interactive prompt)."""
 NOT_FOR_HELP = (*HEAVY, "rich", "pygments", "fencecall.parsing._scanner",
                 "fencecall.parsing.formats._markdown", "fencecall.tools", "fencecall.config")
 """``--help`` builds the parser and prints it: no terminal rendering, parser or tools."""
+NOT_FOR_A_RUN = ("openai", "anthropic", "mcp", "opentelemetry", "asyncio",
+                 "fencecall.environments._container", "fencecall.tools.mcp",
+                 "fencecall.tools.user_hooks._adapters", "fencecall.accounting._billing",
+                 "fencecall.accounting.tokens", "fencecall.agent.loop", "fencecall.providers",
+                 "fencecall.checkpoints")
+"""A saved reply's run uses no model, container, MCP server, user hook or checkpoint."""
 
 _MODULES_AFTER = """
 import json, sys
@@ -75,8 +81,19 @@ def test_a_run_imports_no_provider_mcp_or_telemetry(tmp_path: Path) -> None:
         f"code = main(['run', '-y', '--workspace', {str(workspace)!r}, {str(REPLY)!r}])\n"
         "assert code == 0, code", tmp_path)
     assert "fencecall.cli._run_cmd" in modules
-    assert _loaded(modules, ("openai", "anthropic", "mcp", "opentelemetry")) == []
+    assert _loaded(modules, NOT_FOR_A_RUN) == []
     assert (workspace / "hello.py").exists()  # the calls did run
+
+
+def test_a_json_run_imports_no_terminal_rendering(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    modules = _modules_after(
+        "from fencecall.cli.main import main\n"
+        f"code = main(['run', '-y', '--output-format', 'json', '--workspace', "
+        f"{str(workspace)!r}, {str(REPLY)!r}])\n"
+        "assert code == 0, code", tmp_path)
+    assert _loaded(modules, (*NOT_FOR_A_RUN, "rich")) == []
+    assert (workspace / "hello.py").exists()
 
 
 def test_listing_the_formats_loads_none_of_them(tmp_path: Path) -> None:

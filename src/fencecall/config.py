@@ -81,9 +81,9 @@ from dataclasses import Field, dataclass, field, fields
 from decimal import Decimal
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from .accounting import Limits, Price
+from .accounting import Limits
 from .defaults import (
     BACKGROUND_AFTER,
     COMPACTION,
@@ -95,14 +95,16 @@ from .defaults import (
     RESULT_SHARE,
     RETRIES,
 )
-from .environments import CLIS
 from .environments._choice import CHOICES, parse_environment
 from .errors import UserError, new_names, unknown_settings
 from .parsing import FORMATS, MARKDOWN, CallFormat
 from .sandbox import ResourceLimits, SandboxPolicy
-from .tools.mcp import DeclarationError, McpServerConfig, from_table
 from .tools.permission_rules import PermissionRules, RuleError, parse_rule
 from .tools.user_hooks import HookDeclarationError, UserHook, read_hooks
+
+if TYPE_CHECKING:  # prices, containers and MCP servers: imported where a file names them
+    from .accounting import Price
+    from .tools.mcp import McpServerConfig
 
 ProviderKind = Literal["openai", "anthropic"]
 PROVIDER_KINDS: tuple[ProviderKind, ...] = get_args(ProviderKind)
@@ -231,6 +233,13 @@ def _environment(value: Any) -> str:
         raise _Bad(f"must be one of {CHOICES}") from None
 
 
+def _container_cli(value: Any) -> str:
+    """``auto`` or a container CLI's name (the container code loads only if a file says)."""
+    from .environments import CLIS
+
+    return str(_one_of(("auto", *CLIS))(value))
+
+
 def _model(value: Any) -> str:
     if not (isinstance(value, str) and value):
         raise _Bad('must be a string such as "openai/gpt-4o"')
@@ -296,7 +305,7 @@ class Config:
     network: bool = field(default=False, metadata=_read(_flag))
     environment: str = field(default="sandbox", metadata=_read(_environment))
     """Where the tools run: the host, the sandbox, or a container of an image."""
-    container_cli: str = field(default="auto", metadata=_read(_one_of(("auto", *CLIS))))
+    container_cli: str = field(default="auto", metadata=_read(_container_cli))
     """The container CLI (auto: the first of podman and docker that answers)."""
     pass_env: tuple[str, ...] = field(default=(), metadata=_read(_names(VARIABLES)))
     secrets: tuple[str, ...] = field(default=(), metadata=_read(_names(VARIABLES)))
@@ -566,6 +575,8 @@ def _price(table: Mapping[str, Any], where: str, path: Path) -> Price | None:
     """``price = {input = 0.15, output = 0.6, cache_read = 0.075}``: USD per million."""
     if "price" not in table:
         return None
+    from .accounting import Price
+
     price = table["price"]
     if not isinstance(price, dict):
         raise ConfigError(f"{path}: {where}.price must be a table of USD per million tokens, "
@@ -589,6 +600,10 @@ def _mcp_servers(data: Mapping[str, Any], path: Path,
     if not isinstance(servers, dict):
         raise ConfigError(f"{path}: mcp must hold only [mcp.servers.NAME] tables")
     _known_keys(section, {"servers"}, "mcp", path)
+    if not servers:
+        return ()
+    from .tools.mcp import DeclarationError, from_table
+
     found = []
     for name, table in servers.items():
         if not isinstance(table, dict):

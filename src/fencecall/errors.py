@@ -25,7 +25,6 @@ reported the same way with its type, so a tool can never take the agent loop dow
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
@@ -49,6 +48,8 @@ def unknown_settings(given: Iterable[str], known: Iterable[str], where: str = ""
     if not unknown:
         return None
     key = unknown[0]
+    import difflib  # only where a key is wrong
+
     close = difflib.get_close_matches(key, choices, n=1, cutoff=0.6)
     hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(choices)}"
     return f"{where + '.' if where else ''}{key}: unknown setting; {hint}"

@@ -4,21 +4,36 @@
 shared by a batch's tasks (:mod:`._ledger`); what a server says it spent, and what it sends,
 checked against what is possible (:mod:`.checks`)."""
 
-from ._billing import Billing, Report, Request, Wire
-from ._budget import Spend
-from ._ledger import Account, Hold, Ledger
-from ._limits import Limits, Refusal
-from .prices import Price, Pricing, list_price
-from .tokens import (
-    AnthropicCounter,
-    BpeCounter,
-    Estimate,
-    Exactness,
-    ServerCounter,
-    TokenCounter,
-    counter_for,
-    request_tokens,
-)
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ._billing import Billing, Report, Request, Wire
+    from ._budget import Spend
+    from ._ledger import Account, Hold, Ledger
+    from ._limits import Limits, Refusal
+    from .prices import Price, Pricing, list_price
+    from .tokens import (
+        AnthropicCounter,
+        BpeCounter,
+        Estimate,
+        Exactness,
+        ServerCounter,
+        TokenCounter,
+        counter_for,
+        request_tokens,
+    )
+else:
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "._billing": ("Billing", "Report", "Request", "Wire"),
+        "._budget": ("Spend",),
+        "._ledger": ("Account", "Hold", "Ledger"),
+        "._limits": ("Limits", "Refusal"),
+        ".prices": ("Price", "Pricing", "list_price"),
+        ".tokens": ("AnthropicCounter", "BpeCounter", "Estimate", "Exactness", "ServerCounter",
+                    "TokenCounter", "counter_for", "request_tokens"),
+    })
 
 __all__ = [
     "Account",

@@ -4,9 +4,13 @@ session then owns and closes."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..environments import ContainerEnvironment, choose_container_cli, parse_environment
+from ..environments import parse_environment
 from ._run_settings import RunSettings
+
+if TYPE_CHECKING:
+    from ..environments import ContainerEnvironment
 
 
 def start_environment(settings: RunSettings, files: Path | None = None,
@@ -19,6 +23,8 @@ def start_environment(settings: RunSettings, files: Path | None = None,
     choice = parse_environment(settings.environment)
     if choice.kind != "container" or choice.image is None:
         return None
+    from ..environments import ContainerEnvironment, choose_container_cli  # containers only
+
     cli = choose_container_cli(None if settings.container_cli == "auto"
                                else settings.container_cli)
     return ContainerEnvironment.start(choice.image, files or settings.workspace, cli=cli,

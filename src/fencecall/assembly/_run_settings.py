@@ -27,11 +27,11 @@ from ..defaults import BACKGROUND_AFTER, COMPACTION, MAX_JOBS, RESULT_SHARE
 from ..environments import parse_environment
 from ..parsing import CallFormat, get_format
 from ..sandbox import SandboxPolicy
-from ..tools.mcp import McpServerConfig
 from ..tools.permission_rules import PermissionRules, Rule
 
 if TYPE_CHECKING:
     from ..parsing import FormatLike
+    from ..tools.mcp import McpServerConfig
 
 REPLY_SHARE = 4
 """Without a configured reply limit, a reply may take at most 1/REPLY_SHARE of the window."""

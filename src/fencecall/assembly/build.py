@@ -12,26 +12,26 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
-from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..accounting import Account, Estimate, Pricing, Spend, TokenCounter, counter_for
 from ..config import Config, ConfigError, check_apart
-from ..environments import Environment as Place
 from ..execution import Session
 from ..execution.permissions import Permissions
 from ..sandbox import Sandbox, choose_sandbox
 from ..secrecy import Redactor, scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, HookRegistry, Toolchain
 from ..tools.builtin import complete
-from ..tools.user_hooks import UserHooks
 from ._places import start_environment
 from ._run_settings import NO_MODEL, NoModel, RunSettings
 
-if TYPE_CHECKING:  # the agent and the providers are imported by the runs that use them
+if TYPE_CHECKING:  # the agent, the providers and their accounting: for the runs that use them
+    from concurrent.futures import Executor
+
+    from ..accounting import Account, Pricing, TokenCounter
     from ..agent import Agent, Conversation, EventSink
+    from ..environments import Environment as Place
     from ..providers import Provider
     from ..tools.mcp.servers import McpServers
 
@@ -180,6 +180,8 @@ def require_price(settings: RunSettings, config: Config, model: Provider) -> Non
 
 def pricing(settings: RunSettings, model: Provider) -> Pricing:
     """The model's price: the configured one, else its list price."""
+    from ..accounting import Pricing
+
     return Pricing(settings.model_name, model.name, model.url or None, settings.price)
 
 
@@ -188,6 +190,8 @@ def counter(settings: RunSettings, config: Config,
     """Counts the model's tokens where its provider reports none (see
     :func:`~fencecall.accounting.counter_for`). ``secrets`` hold the API keys, as for
     :func:`provider` (default: the environment): Anthropic's counting endpoint needs one."""
+    from ..accounting import Estimate, counter_for
+
     provider_name = (settings.model or "").partition("/")[0]
     found = config.providers.get(provider_name)
     if found is None:
@@ -205,6 +209,8 @@ def session(env: Environment, config: Config, chain: Toolchain, *, confirm: Conf
     fails). ``kind`` makes it (a :class:`Session` subclass, with ``extra`` arguments);
     ``servers`` are closed with it."""
     if config.hooks:
+        from ..tools.user_hooks import UserHooks
+
         hooks = hooks or HookRegistry()
         UserHooks(config.hooks, redact=Redactor(env.secrets), warn=warn).register(hooks)
     return kind(chain, workspace=env.settings.workspace, confirm=confirm,
@@ -228,6 +234,7 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
     ``tokens`` is the model's counter where runs share one (default: :func:`counter`);
     ``executor``, ``interruptible`` and ``checkpoints`` as in
     :class:`~fencecall.agent.AgentSettings`."""
+    from ..accounting import Spend
     from ..agent import Agent, AgentSettings
 
     how = AgentSettings(

@@ -15,17 +15,30 @@ resuming), :mod:`._scheduler` (asyncio over worker threads), :mod:`.ray_backend`
 Ray) and :mod:`.progress` (what the terminal shows).
 """
 
-from ._results import STATUSES, ResultFile, ResultFileError, TaskResult, ToolCallRecord
-from ._runner import BatchOptions, Stop, TaskRunner
-from ._scheduler import (
-    BatchEvent,
-    BatchInterrupted,
-    TaskStarted,
-    batch_events,
-    run_batch,
-    run_events,
-)
-from ._tasks import Task, TaskError, WorkspaceSpec, load_tasks, parse_tasks
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ._results import STATUSES, ResultFile, ResultFileError, TaskResult, ToolCallRecord
+    from ._runner import BatchOptions, Stop, TaskRunner
+    from ._scheduler import (
+        BatchEvent,
+        BatchInterrupted,
+        TaskStarted,
+        batch_events,
+        run_batch,
+        run_events,
+    )
+    from ._tasks import Task, TaskError, WorkspaceSpec, load_tasks, parse_tasks
+else:
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "._results": ("STATUSES", "ResultFile", "ResultFileError", "TaskResult", "ToolCallRecord"),
+        "._runner": ("BatchOptions", "Stop", "TaskRunner"),
+        "._scheduler": ("BatchEvent", "BatchInterrupted", "TaskStarted", "batch_events",
+                        "run_batch", "run_events"),
+        "._tasks": ("Task", "TaskError", "WorkspaceSpec", "load_tasks", "parse_tasks"),
+    })
 
 __all__ = [
     "STATUSES",

@@ -10,10 +10,22 @@ steer, never follows a link the model planted, and never touches the workspace's
 A stat cache keeps a checkpoint of a large workspace where little changed fast.
 """
 
-from ._keeper import Checkpoints, Plan, Turn, can_write, recorded_workspace, turns
-from ._restore import Change
-from ._scan import MAX_FILE, MAX_NEW, Scanner, TooManyFiles
-from ._store import Manifest, Store, StoreError
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ._keeper import Checkpoints, Plan, Turn, can_write, recorded_workspace, turns
+    from ._restore import Change
+    from ._scan import MAX_FILE, MAX_NEW, Scanner, TooManyFiles
+    from ._store import Manifest, Store, StoreError
+else:
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "._keeper": ("Checkpoints", "Plan", "Turn", "can_write", "recorded_workspace", "turns"),
+        "._restore": ("Change",),
+        "._scan": ("MAX_FILE", "MAX_NEW", "Scanner", "TooManyFiles"),
+        "._store": ("Manifest", "Store", "StoreError"),
+    })
 
 __all__ = [
     "MAX_FILE",

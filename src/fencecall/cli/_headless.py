@@ -16,17 +16,13 @@ import json
 import sys
 import time
 import warnings
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import telemetry
-from ..agent import Agent
-from ..agent.stats import PriceOf
 from ..config import Config, load_config
 from ..errors import UserError
 from ..execution import auto_no, auto_yes
 from ..message import Outcome
-from ..providers import ProviderError
-from ._agent_from_flags import Frontend, build_agent, settle_resume
 from ._inputs import piped_prompt
 from ._stream_json import (
     JsonLines,
@@ -36,6 +32,10 @@ from ._stream_json import (
     result_event,
     say_json,
 )
+
+if TYPE_CHECKING:  # a saved reply's run (run --output-format json) shares show_warning only
+    from ..agent import Agent
+    from ..agent.stats import PriceOf
 
 
 def run_headless(args: argparse.Namespace) -> int:
@@ -73,6 +73,8 @@ def _check(args: argparse.Namespace, streaming: bool) -> None:
 
 
 def _run(args: argparse.Namespace, config: Config, lines: JsonLines) -> int:
+    from ._agent_from_flags import Frontend, build_agent, settle_resume
+
     def prices(model: str) -> Any:
         return config.model_settings(model).price
 
@@ -98,6 +100,8 @@ def _run(args: argparse.Namespace, config: Config, lines: JsonLines) -> int:
 def _turn(agent: Agent, lines: JsonLines, prices: PriceOf, prompt: str) -> int:
     """Work on one prompt (an empty one continues a resumed conversation) and write its
     ``result``; its exit status."""
+    from ..providers import ProviderError
+
     started = time.monotonic()
     messages = agent.conversation.messages
     first = len(messages)

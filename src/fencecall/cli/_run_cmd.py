@@ -12,15 +12,12 @@ import json
 import sys
 from typing import Any
 
-from rich.console import Console
-
 from .. import telemetry
 from ..assembly import resolve_settings, tool_session
 from ..config import load_config
 from ..log_records import to_record
 from ..message import CannotRun, Message, Status
 from ._inputs import read_text
-from .confirm_prompt import choose_confirm
 from .options import overrides_of
 from .visible import json_visible, visible_text, warn
 
@@ -37,6 +34,10 @@ def run(args: argparse.Namespace) -> int:
         from ._headless_run import run_reply_as_json
 
         return run_reply_as_json(args, text)
+    from rich.console import Console  # JSON events need no terminal rendering
+
+    from .confirm_prompt import choose_confirm
+
     console = Console(stderr=args.json, highlight=False)
     config = load_config()
     confirm = choose_confirm(console, yes=args.yes)

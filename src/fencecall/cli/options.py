@@ -7,12 +7,14 @@ Each command has some of the flags; :func:`overrides_of` reads those it has into
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..assembly import Overrides
 from ..errors import UserError
-from ..tools.mcp import DeclarationError, McpServerConfig, from_command_line
 from ..tools.permission_rules import Rule, parse_rule
+
+if TYPE_CHECKING:
+    from ..tools.mcp import McpServerConfig
 
 
 def overrides_of(args: argparse.Namespace) -> Overrides:
@@ -51,8 +53,13 @@ def rules_of(args: argparse.Namespace, which: str) -> tuple[Rule, ...]:
 
 def mcp_declarations_of(args: argparse.Namespace) -> tuple[McpServerConfig, ...]:
     """The servers of ``--mcp NAME=COMMAND`` (each replaces a configured one of its name)."""
+    given = getattr(args, "mcp", None) or ()
+    if not given:
+        return ()
+    from ..tools.mcp import DeclarationError, from_command_line  # for a run that has some
+
     declared: dict[str, McpServerConfig] = {}
-    for text in getattr(args, "mcp", None) or ():
+    for text in given:
         try:
             server = from_command_line(text)
         except DeclarationError as err:

@@ -4,19 +4,32 @@ a place (:class:`Environment`), and a container of an image run with podman or d
 
 from __future__ import annotations
 
-from ._choice import EnvironmentChoice, parse_environment
-from ._container import DEFAULT_WORKDIR, ContainerEnvironment
-from ._container_cli import (
-    CLIS,
-    LABEL,
-    OWNER_LABEL,
-    ContainerCli,
-    ContainerError,
-    ContainerUnavailable,
-    choose_container_cli,
-    owner,
-)
-from ._environment import Environment
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ._choice import EnvironmentChoice, parse_environment
+    from ._container import DEFAULT_WORKDIR, ContainerEnvironment
+    from ._container_cli import (
+        CLIS,
+        LABEL,
+        OWNER_LABEL,
+        ContainerCli,
+        ContainerError,
+        ContainerUnavailable,
+        choose_container_cli,
+        owner,
+    )
+    from ._environment import Environment
+else:
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "._choice": ("EnvironmentChoice", "parse_environment"),
+        "._container": ("DEFAULT_WORKDIR", "ContainerEnvironment"),
+        "._container_cli": ("CLIS", "LABEL", "OWNER_LABEL", "ContainerCli", "ContainerError",
+                            "ContainerUnavailable", "choose_container_cli", "owner"),
+        "._environment": ("Environment",),
+    })
 
 __all__ = ["CLIS", "DEFAULT_WORKDIR", "LABEL", "OWNER_LABEL", "ContainerCli",
            "ContainerEnvironment", "ContainerError", "ContainerUnavailable", "Environment",

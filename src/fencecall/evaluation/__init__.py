@@ -18,14 +18,31 @@ and rewards), :mod:`._trial` (one trial), :mod:`._run` (all of them at once), :m
 at the end).
 """
 
-from ._images import TAG, BuildError, ImageCache, context_key
-from ._model_agent import ModelAgents
-from ._ray import run_eval_ray
-from ._results import ERROR_KINDS, AgentRun, ErrorKind, TrialResult, trial_id
-from ._run import EvalOptions, evaluate, planned, run_eval
-from ._summary import Summary, pass_at_k, summarize
-from ._task import EnvironmentSpec, HarborTask, TaskError, find_tasks, read_task, resolve_env
-from ._verifier import RewardError, read_rewards
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ._images import TAG, BuildError, ImageCache, context_key
+    from ._model_agent import ModelAgents
+    from ._ray import run_eval_ray
+    from ._results import ERROR_KINDS, AgentRun, ErrorKind, TrialResult, trial_id
+    from ._run import EvalOptions, evaluate, planned, run_eval
+    from ._summary import Summary, pass_at_k, summarize
+    from ._task import EnvironmentSpec, HarborTask, TaskError, find_tasks, read_task, resolve_env
+    from ._verifier import RewardError, read_rewards
+else:
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "._images": ("TAG", "BuildError", "ImageCache", "context_key"),
+        "._model_agent": ("ModelAgents",),
+        "._ray": ("run_eval_ray",),
+        "._results": ("ERROR_KINDS", "AgentRun", "ErrorKind", "TrialResult", "trial_id"),
+        "._run": ("EvalOptions", "evaluate", "planned", "run_eval"),
+        "._summary": ("Summary", "pass_at_k", "summarize"),
+        "._task": ("EnvironmentSpec", "HarborTask", "TaskError", "find_tasks", "read_task",
+                   "resolve_env"),
+        "._verifier": ("RewardError", "read_rewards"),
+    })
 
 __all__ = [
     "ERROR_KINDS",

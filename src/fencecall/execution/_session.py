@@ -18,7 +18,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..checkpoints import Checkpoints
 from ..defaults import BACKGROUND_AFTER, MAX_JOBS
 from ..environments import Environment
 from ..message import Message
@@ -51,6 +50,7 @@ from ..tools.runtime.output import DEFAULT_LIMIT as DEFAULT_OUTPUT_LIMIT
 from ..tools.tool_context import JOBS, PYTHON, SHELL
 
 if TYPE_CHECKING:
+    from ..checkpoints import Checkpoints
     from ..tools.mcp.servers import McpServers
 from ._pipeline import execute_calls
 from .confirm_policy import auto_no, auto_yes
@@ -208,6 +208,8 @@ class Session:
         runs: shells and jobs started earlier keep what they were given."""
         self._output_limit = max(self._output_limit, output_limit)
         if checkpoints is not None and self.checkpoints is None:
+            from ..checkpoints import Checkpoints  # only a conversation that keeps them
+
             self.checkpoints = Checkpoints(checkpoints, self._workspace,
                                            excluded=(checkpoints.parent,))
             self.checkpoints.install(self._hooks)

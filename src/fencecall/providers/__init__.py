@@ -11,26 +11,39 @@ import importlib
 import os
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_names
 from ..config import Config, ConfigError, ProviderKind
-from ..message import Usage
-from ._gate import Gate, GateStats
-from ._scripted import ScriptedProvider, ScriptedReply
-from .base import (
-    AsyncProvider,
-    ChatRequest,
-    NativeCall,
-    Provider,
-    ProviderError,
-    Scores,
-    StreamBroken,
-    StreamEnd,
-    StreamEvent,
-    TextDelta,
-    has_astream,
-)
 
-ProviderFactory = Callable[..., Provider]
+if TYPE_CHECKING:
+    from ..message import Usage
+    from ._gate import Gate, GateStats
+    from ._scripted import ScriptedProvider, ScriptedReply
+    from .base import (
+        AsyncProvider,
+        ChatRequest,
+        NativeCall,
+        Provider,
+        ProviderError,
+        Scores,
+        StreamBroken,
+        StreamEnd,
+        StreamEvent,
+        TextDelta,
+        has_astream,
+    )
+else:  # the gate's asyncio and the scripted double load only where they are used
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "..message": ("Usage",),
+        "._gate": ("Gate", "GateStats"),
+        "._scripted": ("ScriptedProvider", "ScriptedReply"),
+        ".base": ("AsyncProvider", "ChatRequest", "NativeCall", "Provider", "ProviderError",
+                  "Scores", "StreamBroken", "StreamEnd", "StreamEvent", "TextDelta",
+                  "has_astream"),
+    })
+
+ProviderFactory = Callable[..., "Provider"]
 
 PROVIDER_KINDS: Mapping[ProviderKind, str] = MappingProxyType({
     "openai": "fencecall.providers._openai_provider:OpenAIProvider",

@@ -23,30 +23,48 @@ below :mod:`fencecall.tools`, which runs its shells and interpreters through it)
 
 from __future__ import annotations
 
-from ._bwrap import (
-    Sandbox,
-    SandboxPolicy,
-    SandboxSupport,
-    choose_sandbox,
-    sandbox_support,
-    share_network,
-)
-from ._netns import SharedNetwork
-from ._processes import (
-    ProcessInfo,
-    SessionAborted,
-    StartGate,
-    kill_group,
-    live_processes,
-    readable,
-    sandboxed_pid,
-    start_process,
-)
-from ._resource_limits import GiB, MiB, ResourceLimits, sweep_groups_once
-from ._seccomp import unconfirmed_filter
-from .host_programs import clean_path, host_program
-from .reaper import freeze_and_kill, kill_tree, reaped, tree
-from .scratch import make_scratch, remove_stale_once
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ._bwrap import (
+        Sandbox,
+        SandboxPolicy,
+        SandboxSupport,
+        choose_sandbox,
+        sandbox_support,
+        share_network,
+    )
+    from ._netns import SharedNetwork
+    from ._processes import (
+        ProcessInfo,
+        SessionAborted,
+        StartGate,
+        kill_group,
+        live_processes,
+        readable,
+        sandboxed_pid,
+        start_process,
+    )
+    from ._resource_limits import GiB, MiB, ResourceLimits, sweep_groups_once
+    from ._seccomp import unconfirmed_filter
+    from .host_programs import clean_path, host_program
+    from .reaper import freeze_and_kill, kill_tree, reaped, tree
+    from .scratch import make_scratch, remove_stale_once
+else:
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "._bwrap": ("Sandbox", "SandboxPolicy", "SandboxSupport", "choose_sandbox",
+                    "sandbox_support", "share_network"),
+        "._netns": ("SharedNetwork",),
+        "._processes": ("ProcessInfo", "SessionAborted", "StartGate", "kill_group",
+                        "live_processes", "readable", "sandboxed_pid", "start_process"),
+        "._resource_limits": ("GiB", "MiB", "ResourceLimits", "sweep_groups_once"),
+        "._seccomp": ("unconfirmed_filter",),
+        ".host_programs": ("clean_path", "host_program"),
+        ".reaper": ("freeze_and_kill", "kill_tree", "reaped", "tree"),
+        ".scratch": ("make_scratch", "remove_stale_once"),
+    })
 
 __all__ = [
     "GiB",

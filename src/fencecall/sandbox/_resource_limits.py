@@ -17,7 +17,6 @@ import atexit
 import contextlib
 import functools
 import os
-import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -139,7 +138,7 @@ class Cgroup:
     def create(cls, limits: ResourceLimits) -> Cgroup | None:
         """A new group with ``limits``, or None where fencecall cannot make one here."""
         _tidy()
-        name = f"{_PREFIX}{os.getpid()}-{secrets.token_hex(6)}"
+        name = f"{_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"  # secrets.token_hex(6)
         folders: list[Path] = []
         limited_by: set[str] = set()
         for controller, value in (("pids", limits.processes), ("memory", limits.memory)):

@@ -17,7 +17,7 @@ Built for x86-64 and arm64; elsewhere there is no filter (the mounts and limits 
 
 from __future__ import annotations
 
-import platform
+import os
 import struct
 
 _LOAD = 0x20  # BPF_LD | BPF_W | BPF_ABS
@@ -44,7 +44,7 @@ def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
 def unconfirmed_filter(machine: str | None = None) -> bytes | None:
     """The filter's program for ``machine`` (default: this one), or None where it has
     none."""
-    found = _ARCHES.get(machine or platform.machine())
+    found = _ARCHES.get(machine or os.uname().machine)  # platform.machine(), without its import
     if found is None:
         return None
     arch, socket, fallocate, io_uring_setup, x32 = found

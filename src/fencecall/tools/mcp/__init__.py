@@ -8,25 +8,21 @@ machinery (asyncio, the MCP SDK) loads when first asked for.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ._declaration import DeclarationError, McpServerConfig, from_command_line, from_table
+from ..._lazy import lazy_names
 
 if TYPE_CHECKING:
     from ._connection import McpConnection, McpServerError
+    from ._declaration import DeclarationError, McpServerConfig, from_command_line, from_table
     from .servers import McpServers, ServerState
-
-_LAZY = {"McpConnection": "_connection", "McpServerError": "_connection",
-         "McpServers": "servers", "ServerState": "servers"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+else:
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "._connection": ("McpConnection", "McpServerError"),
+        "._declaration": ("DeclarationError", "McpServerConfig", "from_command_line",
+                          "from_table"),
+        ".servers": ("McpServers", "ServerState"),
+    })
 
 __all__ = [
     "DeclarationError",

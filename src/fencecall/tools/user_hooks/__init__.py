@@ -6,16 +6,28 @@ on stdin, and its exit status and reply read as Claude Code reads them (:mod:`._
 :class:`UserHooks` puts them on a session's hook points (:mod:`._adapters`).
 """
 
-from ._adapters import UserHooks
-from ._declaration import (
-    DEFAULT_TIMEOUT,
-    HOOK_EVENTS,
-    HookDeclarationError,
-    HookEvent,
-    UserHook,
-    read_hooks,
-)
-from ._runner import OUTPUT_CAP
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from ._adapters import UserHooks
+    from ._declaration import (
+        DEFAULT_TIMEOUT,
+        HOOK_EVENTS,
+        HookDeclarationError,
+        HookEvent,
+        UserHook,
+        read_hooks,
+    )
+    from ._runner import OUTPUT_CAP
+else:
+    __getattr__, __dir__ = lazy_names(__name__, {
+        "._adapters": ("UserHooks",),
+        "._declaration": ("DEFAULT_TIMEOUT", "HOOK_EVENTS", "HookDeclarationError", "HookEvent",
+                          "UserHook", "read_hooks"),
+        "._runner": ("OUTPUT_CAP",),
+    })
 
 __all__ = [
     "DEFAULT_TIMEOUT",
