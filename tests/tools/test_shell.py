@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fencecall.execution import Session
 from fencecall.sandbox._processes import live_processes
 from fencecall.tools.runtime.shell_policy import is_read_only
-from fencecall.tools.runtime.shell_session import ShellSession
+from fencecall.tools.runtime.shell_session import ShellResult, ShellSession
 from fencecall.tools.tool_context import SHELL
 
 from ..support import F, made, tool_session
@@ -137,6 +138,27 @@ def test_read_only_commands_skip_confirmation(workspace: Path) -> None:
         assert "Exit code" in ok.content and asked == []
         [declined] = list(s.execute(shell("rm -rf build")))
         assert "not confirmed" in declined.content and asked == ["asked"]
+
+
+def test_under_yes_a_read_only_command_runs_in_the_persistent_shell(
+        workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every call approved a one-shot sandbox protects nothing more, so it is not paid
+    for; asked, a read-only command still runs unasked in one (where the sandbox holds)."""
+    one_shot: list[bool] = []
+    run = ShellSession.run
+
+    def spy(self: ShellSession, command: str, **options: Any) -> ShellResult:
+        one_shot.append(options.get("read_only", False))
+        return run(self, command, **options)
+
+    monkeypatch.setattr(ShellSession, "run", spy)
+    with tool_session(workspace, ["shell"]) as yes:
+        [ran] = list(yes.execute(shell("echo hi")))
+        enforced = yes.sandbox.enforced
+    with tool_session(workspace, ["shell"], confirm=lambda request: False) as asks:
+        [unasked] = list(asks.execute(shell("echo hi")))
+    assert "hi" in ran.content and "hi" in unasked.content
+    assert one_shot == [False, enforced]
 
 
 def test_read_only_policy() -> None:
