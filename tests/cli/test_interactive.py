@@ -124,3 +124,25 @@ def test_always_allow_adds_the_narrowest_rules_and_the_same_call_is_not_asked_ag
     assert "Ran command: `touch made && ls`" in asked_between
     assert "shell(touch other)" in asked_between
     assert (workspace / "made").exists() and not (workspace / "other").exists()
+
+
+def test_alt_enter_makes_a_new_line_and_tab_completes_slash_commands(
+        tmp_path: Path, workspace: Path) -> None:
+    with FakeModelServer([Reply("Two lines read.")]) as server:
+        child = chat(tmp_path, server.openai_url, "--workspace", str(workspace))
+        try:
+            child.expect("Ctrl-D to leave")
+            child.send("first line\x1b\rsecond line\r")
+            child.expect("Two lines read.")
+            child.send("/too\t")
+            child.expect("/tools")
+            child.send("\r")
+            child.expect("ipython")
+            child.send("/ex\t")
+            child.expect("/exit")
+            child.send("\r")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+    [request] = server.requests
+    assert request.body["messages"][-1]["content"] == "first line\nsecond line"

@@ -92,19 +92,19 @@ def _run(args: argparse.Namespace, config: Config) -> int:
 
 
 def interactive(agent: Agent, display: Display, config: Config) -> None:
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import FileHistory
+    from ._chat_input import chat_prompt
 
     private_folder(config.home)
     history = config.home / "history"
     os.close(os.open(history, os.O_WRONLY | os.O_CREAT, PRIVATE_FILE))
     os.chmod(history, PRIVATE_FILE)
-    prompt: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
+    prompt = chat_prompt(history, agent)
     console = display.console
     show_running_tools(agent.session.hooks, console)
     console.print(f"fencecall: conversation [bold]{agent.conversation.name}[/], model "
                   f"{agent.model}, tools: {', '.join(agent.session.toolchain.names())}. "
-                  "/help for commands, Ctrl-D to leave.")
+                  "/help for commands (Tab completes them), Alt-Enter for a new line, "
+                  "Ctrl-D to leave.")
     for message in agent.conversation.messages:
         display.show_message(message)
     while True:
