@@ -12,7 +12,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from fencecall.environments import choose_container_cli
+import pytest
+
+from fencecall.environments import ContainerCli, choose_container_cli
 from fencecall.evaluation import TAG, ImageCache, context_key, read_task
 from tests.cli.conftest import cli_env
 
@@ -53,6 +55,30 @@ def test_two_processes_caches_build_one_image_once(base_image: str, tmp_path: Pa
         assert sum(cache.built for cache in caches) == 1
     finally:
         remove_image(folder)
+
+
+def test_a_tasks_later_trials_ask_the_cli_nothing_for_its_image(
+        base_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = make_task(tmp_path / "set", "plain", TOML, f"FROM {base_image}\n", TEST_TXT)
+    pulled = make_task(tmp_path / "set", "pulled", f'[environment]\ndocker_image = '
+                       f'"{base_image}"\n', "", TEST_TXT)
+    (pulled / "environment" / "Dockerfile").unlink()
+    cache = ImageCache(choose_container_cli("podman"), tmp_path / "builds")
+    calls: list[tuple[str, ...]] = []
+    original = ContainerCli.call
+
+    def call(self: ContainerCli, *args: str, **options: Any) -> Any:
+        calls.append(args)
+        return original(self, *args, **options)
+
+    monkeypatch.setattr(ContainerCli, "call", call)
+    for task in (folder, pulled):
+        spec = read_task(task).environment
+        first = asyncio.run(cache.image(spec))
+        assert calls
+        calls.clear()
+        assert asyncio.run(cache.image(spec)) == first
+        assert calls == []
 
 
 def test_trials_run_in_shards_on_ray_each_image_built_once(

@@ -11,9 +11,11 @@ satisfies a ``FROM`` of that name without a pull (the build never passes ``--pul
 Trials of one task wait for one build, and so do other processes on the machine (Ray
 workers, another evaluation: a lock file per image); at most ``max_builds`` builds run at
 once on the machine (a lock file per slot); a failed build is remembered for the run, so
-the task's other trials fail with it rather than build again. Each build's output is kept
-in ``builds/<key>.log``. :meth:`ImageCache.halt` (an evaluation stopped) ends the builds
-under way and starts no more.
+the task's other trials fail with it rather than build again, and so is the image found or
+built: the task's later trials in the run ask the CLI nothing (they all run the image its
+first trial found). Each build's output is kept in ``builds/<key>.log``.
+:meth:`ImageCache.halt` (an evaluation stopped) ends the builds under way and starts no
+more.
 """
 
 from __future__ import annotations
@@ -105,6 +107,9 @@ class ImageCache:
         self._builds = asyncio.Semaphore(self.max_builds)
         self._locks: dict[str, asyncio.Lock] = {}
         self._failed: dict[str, str] = {}
+        self._ready: dict[Path | str, str] = {}
+        """Each task's image (by its Dockerfile or ``docker_image``) once found or built:
+        the task's later trials run it without asking the CLI again."""
         self._running: set[subprocess.Popen[bytes]] = set()
         self._guard = threading.Lock()
         self._halted = False
@@ -118,12 +123,15 @@ class ImageCache:
             assert spec.docker_image is not None
             return await self._pulled(spec.docker_image, spec.build_timeout)
         dockerfile = spec.dockerfile
+        if dockerfile in self._ready:
+            return Image(self._ready[dockerfile])
         key = await in_thread(lambda: context_key(self.cli, dockerfile))
         name = f"{TAG}:{key}"
         async with self._locks.setdefault(key, asyncio.Lock()):
             if key in self._failed:
                 raise BuildError(self._failed[key])
             if await in_thread(lambda: self.cli.image_exists(name)):
+                self._ready[dockerfile] = name
                 return Image(name)
             async with self._builds:
                 try:
@@ -133,6 +141,7 @@ class ImageCache:
                     self._failed[key] = str(err)
                     raise
                 self.built += image.built
+                self._ready[dockerfile] = name
                 return image
 
     def _built_once(self, dockerfile: Path, name: str, key: str, timeout: float) -> Image:
@@ -215,7 +224,10 @@ class ImageCache:
         async with self._locks.setdefault(image, asyncio.Lock()):
             if image in self._failed:
                 raise BuildError(self._failed[image])
+            if image in self._ready:
+                return Image(image)
             if await in_thread(lambda: self.cli.image_exists(image)):
+                self._ready[image] = image
                 return Image(image)
             clock = time.monotonic()
             try:
@@ -223,4 +235,5 @@ class ImageCache:
             except ContainerError as err:
                 self._failed[image] = f"pulling {image} failed: {str(err)[-LOG_TAIL:]}"
                 raise BuildError(self._failed[image]) from None
+            self._ready[image] = image
             return Image(image, built=True, seconds=round(time.monotonic() - clock, 3))
