@@ -11,15 +11,19 @@ when the trial ends, whatever happened.
 from __future__ import annotations
 
 import io
+import secrets
 import shlex
+import shutil
 import subprocess
 import tarfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..environments import LABEL, OWNER_LABEL, ContainerCli, ContainerEnvironment, owner
+from ..environments._bounded import run_bounded
+from ..sandbox import make_scratch
 from ._task import EnvironmentSpec
 
 LOGS = "/logs"
@@ -91,17 +95,16 @@ class TrialContainer:
         group is killed in the container, by the image's ``timeout`` where it has one (GNU's
         and busybox's signal the group), so nothing it started goes on changing what the
         verifier grades; else only its ``exec`` ends. The ``exec`` has a session of its
-        own: a terminal's Ctrl-C reaches fencecall alone, which removes the container."""
+        own: a terminal's Ctrl-C reaches fencecall alone, which removes the container. Of
+        what it prints, each stream's head and tail are kept as it comes (a ``setup.sh``
+        may print gigabytes)."""
         options = ["--workdir", self.workdir, *(["--user", user] if user is not None else [])]
         for key, value in {**self.env, **(env or {})}.items():
             options += ["--env", f"{key}={value}"]
         argv = self.cli.argv("exec", *options, self.id, "bash", "-c", _bounded(script, timeout))
         clock = time.monotonic()
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
-                                  stdin=subprocess.DEVNULL, start_new_session=True,
-                                  timeout=None if timeout is None else timeout + _KILL_AFTER + 5)
-        except subprocess.TimeoutExpired:
+        done = run_bounded(argv, None if timeout is None else timeout + _KILL_AFTER + 5)
+        if done.returncode is None:
             return Ran(None)
         if timeout is not None and done.returncode in _TIMED_OUT \
                 and time.monotonic() - clock >= timeout:
@@ -131,15 +134,40 @@ class TrialContainer:
         self.as_root(f"mkdir -p {shlex.quote(target)}")
         self.cli.call("cp", f"{source}/.", f"{self.id}:{target}")
 
-    def read(self, path: str, limit: int | None = None) -> str | None:
-        """The text of ``path`` in the container (its last ``limit`` characters), or None
-        where there is no such file."""
-        done = self.cli.call("exec", self.id, "bash", "-c",
-                             f"test -f {shlex.quote(path)} && cat {shlex.quote(path)}",
-                             check=False)
-        if done.returncode != 0:
-            return None
-        return done.stdout if limit is None else done.stdout[-limit:]
+    def upload(self, sources: Sequence[Path], target: str, script: str) -> None:
+        """The ``sources``' contents (a later one's on top) into ``target`` with its
+        ``script`` executable, as Harbor uploads a folder and ``chmod +x``es the script it
+        runs: one ``cp`` of a copy staged on the host (``target`` made if missing, mode
+        755, as root's ``mkdir -p`` made it), where a ``mkdir`` and a ``chmod`` in the
+        container took an ``exec`` each."""
+        stage = make_scratch("upload")
+        try:
+            for source in sources:
+                shutil.copytree(source, stage, symlinks=True, dirs_exist_ok=True)
+            stage.chmod(0o755)
+            runs = stage / script
+            if runs.is_file() and not runs.is_symlink():
+                runs.chmod(runs.stat().st_mode | 0o111)
+            self.cli.call("cp", f"{stage}/.", f"{self.id}:{target}")
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+
+    def read(self, paths: Mapping[str, int]) -> dict[str, str | None]:
+        """The text of each of ``paths`` in the container (at most its last ``paths[path]``
+        bytes), None where there is no such file; all in one ``exec``. Each is framed by a
+        line of a boundary chosen for this call, which nothing that wrote the files knew:
+        none of them can pass for another's, or for a file that is not there."""
+        mark = secrets.token_hex(16)
+        script = "; ".join(
+            f"if test -f {shlex.quote(path)}; then printf '\\n{mark} +\\n'; "
+            f"tail -c {limit} {shlex.quote(path)}; else printf '\\n{mark} -\\n'; fi"
+            for path, limit in paths.items())
+        done = self.cli.call("exec", self.id, "bash", "-c", script, check=False)
+        parts = done.stdout.split(f"\n{mark} ")[1:]
+        if len(parts) != len(paths):
+            return dict.fromkeys(paths)
+        return {path: part[2:] if part.startswith("+\n") else None
+                for path, part in zip(paths, parts, strict=True)}
 
     def remove(self) -> None:
         self.place.close()
