@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fencecall.environments import ContainerCli, choose_container_cli
+from fencecall.environments import ContainerCli, ContainerEnvironment, choose_container_cli
 from fencecall.evaluation import TAG, ImageCache, context_key, read_task
 from tests.cli.conftest import cli_env
 
@@ -77,8 +77,12 @@ def test_a_tasks_later_trials_ask_the_cli_nothing_for_its_image(
         first = asyncio.run(cache.image(spec))
         assert calls
         calls.clear()
-        assert asyncio.run(cache.image(spec)) == first
+        assert asyncio.run(cache.image(spec)) == first and first.info is not None
         assert calls == []
+    with ContainerEnvironment.start(first.name, tmp_path / "files", cli=cache.cli,
+                                    info=first.info) as place:
+        assert place.workdir == "/work"
+    assert ("image", "inspect") not in {call[:2] for call in calls}
 
 
 def test_trials_run_in_shards_on_ray_each_image_built_once(

@@ -1,7 +1,7 @@
 """The real podman: a trial container's reads of several files in one ``exec`` (framed so
 that no file's text passes for another's, or for one that is not there), and a folder
 uploaded with its script executable in one ``cp``, as a ``mkdir``, a ``cp`` and a ``chmod``
-left it."""
+left it; the logs folders mounted from the trial's."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from fencecall.environments import ContainerCli, ContainerEnvironment
 from fencecall.evaluation._container import TrialContainer
+from fencecall.evaluation._task import EnvironmentSpec
 
 from ..containers import base_image, container_cli
 
@@ -73,3 +74,23 @@ def test_an_upload_is_one_cp_with_its_script_executable_and_later_folders_on_top
     assert ran.exit_status == 0, ran.output
     assert ran.output.split("\n") == ["755 root", "755 root", "step", "task's", "step's", ""]
     assert not (task / "test.sh").stat().st_mode & 0o111  # the task's own files untouched
+
+
+def test_the_logs_folders_are_the_trials_own_mounted_with_no_exec_or_cp(
+        base_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = subcommands(monkeypatch)
+    spec = EnvironmentSpec(None, docker_image=base_image, network=False)
+    logs = tmp_path / "logs"
+    trial = TrialContainer.start(container_cli(), base_image, spec, {}, tmp_path / "files",
+                                 logs)
+    try:
+        assert "exec" not in calls and "cp" not in calls
+        ran = trial.run("stat -c %a /logs/agent /logs/verifier && echo out > "
+                        "/logs/verifier/test-stdout.txt && touch /logs/agent/made",
+                        timeout=60, user="nobody")
+        assert ran.exit_status == 0 and ran.output.split() == ["777", "777"], ran.output
+        assert (logs / "verifier" / "test-stdout.txt").read_text() == "out\n"
+        trial.next_step()
+        assert sorted(logs.rglob("*")) == [logs / "agent", logs / "verifier"]
+    finally:
+        trial.remove()

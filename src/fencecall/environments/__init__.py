@@ -13,6 +13,7 @@ from ._container_cli import (
     ContainerCli,
     ContainerError,
     ContainerUnavailable,
+    ImageInfo,
     choose_container_cli,
     owner,
 )
@@ -20,4 +21,4 @@ from ._environment import Environment
 
 __all__ = ["CLIS", "DEFAULT_WORKDIR", "LABEL", "OWNER_LABEL", "ContainerCli",
            "ContainerEnvironment", "ContainerError", "ContainerUnavailable", "Environment",
-           "EnvironmentChoice", "choose_container_cli", "owner", "parse_environment"]
+           "EnvironmentChoice", "ImageInfo", "choose_container_cli", "owner", "parse_environment"]

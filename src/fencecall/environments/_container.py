@@ -82,15 +82,18 @@ class ContainerEnvironment:
     @classmethod
     def start(cls, image: str, files: Path, *, cli: ContainerCli | None = None,
               workdir: str | None = None, network: bool = False, cpus: float | None = None,
-              memory_mb: int | None = None,
-              env: Mapping[str, str] | None = None) -> ContainerEnvironment:
+              memory_mb: int | None = None, env: Mapping[str, str] | None = None,
+              info: ImageInfo | None = None, mounts: Sequence[tuple[Path, str]] = ()
+              ) -> ContainerEnvironment:
         """A container of ``image`` whose working folder (``workdir``, else the image's
         WORKDIR) is the host folder ``files``, first filled from the image where it is
         empty. No network unless ``network``. ``env`` is the container's environment (a
-        task's), which every process run in it starts with."""
+        task's), which every process run in it starts with. ``info`` is the image's where
+        the caller has it (an evaluation's trials of one image), else looked up.
+        ``mounts`` are more host folders, each mounted writable at a container path."""
         cli = cli or choose_container_cli()
         sweep_once(cli)
-        info = cli.image_info(image)
+        info = info or cli.image_info(image)
         if info is None:
             raise ContainerUnavailable(f"there is no image {image!r} here: pull or build it "
                                        f"first ({cli.program} pull, {cli.program} build)")
@@ -102,7 +105,8 @@ class ContainerEnvironment:
             container = cli.start(image, network=network, workdir=workdir, cpus=cpus,
                                   memory_mb=memory_mb, env=env,
                                   mounts=[(files, workdir, False), (scratch, str(scratch), True),
-                                          (handoff, str(handoff), False)])
+                                          (handoff, str(handoff), False),
+                                          *((host, inside, False) for host, inside in mounts)])
             try:
                 made = cls(cli, container, workdir, files, scratch, Handoff(handoff))
                 if fresh and info.user.partition(":")[0] not in ("", "root", "0"):

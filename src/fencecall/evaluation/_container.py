@@ -1,6 +1,7 @@
 """A trial's container: the place its agent's tools run (a
 :class:`~fencecall.environments.ContainerEnvironment` of the task's image, its working
-folder held in the trial's ``workspace`` folder), and where the oracle's and the verifier's
+folder held in the trial's ``workspace`` folder, its ``/logs/agent`` and ``/logs/verifier``
+in its ``logs``), and where the oracle's and the verifier's
 scripts run as Harbor runs them (``bash -c``, within a timeout), folders are copied in and
 files read back.
 
@@ -21,12 +22,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..environments import LABEL, OWNER_LABEL, ContainerCli, ContainerEnvironment, owner
+from ..environments import (
+    LABEL,
+    OWNER_LABEL,
+    ContainerCli,
+    ContainerEnvironment,
+    ImageInfo,
+    owner,
+)
 from ..environments._bounded import run_bounded
 from ..sandbox import make_scratch
 from ._task import EnvironmentSpec
 
-LOGS = "/logs"
 AGENT_LOGS = "/logs/agent"
 VERIFIER_LOGS = "/logs/verifier"
 _KILL_AFTER = 5
@@ -71,22 +78,26 @@ class TrialContainer:
 
     @classmethod
     def start(cls, cli: ContainerCli, image: str, spec: EnvironmentSpec,
-              env: Mapping[str, str], files: Path) -> TrialContainer:
+              env: Mapping[str, str], files: Path, logs: Path, info: ImageInfo | None = None
+              ) -> TrialContainer:
         """Start a container of ``image`` with the task's network, resources and working
         folder (its ``workdir``, else the image's ``WORKDIR``), held in the host folder
-        ``files``; the folders Harbor's scripts write their logs in are made, writable by
-        whichever user the agent and the verifier run as (as Harbor makes them)."""
+        ``files`` (``info``: the image's, where the caller has it). The folders Harbor's
+        scripts write their logs in are the host folder ``logs``'s ``agent`` and
+        ``verifier``, mounted there as Harbor mounts them, writable by whichever user the
+        agent and the verifier run as: what they write is in the trial's folder as it is
+        written, with no ``mkdir`` in the container first nor ``cp`` out at the end."""
+        mounts = []
+        for inside in (AGENT_LOGS, VERIFIER_LOGS):
+            host = logs / inside.rpartition("/")[2]
+            host.mkdir(parents=True, exist_ok=True)
+            host.chmod(0o777)
+            mounts.append((host, inside))
         place = ContainerEnvironment.start(image, files, cli=cli, workdir=spec.workdir,
                                            network=spec.network, cpus=spec.cpus,
-                                           memory_mb=spec.memory_mb, env=env)
-        made = cls(place, image, dict(env))
-        try:
-            made.as_root(f"mkdir -p {AGENT_LOGS} {VERIFIER_LOGS} && "
-                         f"chmod 777 {AGENT_LOGS} {VERIFIER_LOGS}")
-        except BaseException:
-            made.remove()
-            raise
-        return made
+                                           memory_mb=spec.memory_mb, env=env, info=info,
+                                           mounts=mounts)
+        return cls(place, image, dict(env))
 
     def run(self, script: str, *, timeout: float | None, env: Mapping[str, str] | None = None,
             user: str | None = None) -> Ran:
