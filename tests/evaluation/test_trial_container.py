@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from fencecall.environments import ContainerCli, ContainerEnvironment
+from fencecall.environments import ContainerCli, ContainerEnvironment, ContainerError
 from fencecall.evaluation._container import TrialContainer
 from fencecall.evaluation._task import EnvironmentSpec
 
@@ -24,7 +24,7 @@ __all__ = ["base_image"]
 def trial(base_image: str, tmp_path: Path) -> Iterator[TrialContainer]:
     with ContainerEnvironment.start(base_image, tmp_path / "files", cli=container_cli()
                                     ) as place:
-        yield TrialContainer(place, base_image)
+        yield TrialContainer(place, base_image, tmp_path / "logs")
 
 
 def subcommands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -90,6 +90,13 @@ def test_the_logs_folders_are_the_trials_own_mounted_with_no_exec_or_cp(
                         timeout=60, user="nobody")
         assert ran.exit_status == 0 and ran.output.split() == ["777", "777"], ran.output
         assert (logs / "verifier" / "test-stdout.txt").read_text() == "out\n"
+        # a stale reward goes on the host, as a symlink itself, not what it names
+        trial.run("ln -s /etc/hostname /logs/verifier/reward.txt && "
+                  "mkdir /logs/verifier/reward.json", timeout=60)
+        with pytest.raises(ContainerError, match=r"reward\.json could not be removed"):
+            trial.remove_logs("/logs/verifier/reward.txt", "/logs/verifier/reward.json")
+        assert not (logs / "verifier" / "reward.txt").is_symlink()
+        trial.remove_logs("/logs/agent/gone.txt")
         trial.next_step()
         assert sorted(logs.rglob("*")) == [logs / "agent", logs / "verifier"]
     finally:

@@ -20,13 +20,14 @@ import tarfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..environments import (
     LABEL,
     OWNER_LABEL,
     ContainerCli,
     ContainerEnvironment,
+    ContainerError,
     ImageInfo,
     owner,
 )
@@ -57,11 +58,13 @@ class Ran:
 
 @dataclass(frozen=True, slots=True)
 class TrialContainer:
-    """A running container of a trial (``place``), the image it is of, and the task's
-    ``[environment] env``, which every script here gets."""
+    """A running container of a trial (``place``), the image it is of, the host folder
+    mounted at ``/logs``'s ``agent`` and ``verifier``, and the task's ``[environment]
+    env``, which every script here gets."""
 
     place: ContainerEnvironment
     image: str
+    logs: Path
     env: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -97,7 +100,7 @@ class TrialContainer:
                                            network=spec.network, cpus=spec.cpus,
                                            memory_mb=spec.memory_mb, env=env, info=info,
                                            mounts=mounts)
-        return cls(place, image, dict(env))
+        return cls(place, image, logs, dict(env))
 
     def run(self, script: str, *, timeout: float | None, env: Mapping[str, str] | None = None,
             user: str | None = None) -> Ran:
@@ -133,6 +136,18 @@ class TrialContainer:
         """Between two steps of a task, as Harbor does: the tests and what the verifier and
         the agent wrote in ``/logs`` go, so the next agent sees none of them."""
         self.as_root(f"rm -rf /tests && find {AGENT_LOGS} {VERIFIER_LOGS} -mindepth 1 -delete")
+
+    def remove_logs(self, *paths: str) -> None:
+        """Remove the files ``paths`` (in ``/logs/agent`` or ``/logs/verifier``; a symlink
+        itself, never what it names) where they are mounted from, on the host: no
+        ``exec``. ContainerError where one cannot go (a folder of that name)."""
+        for path in paths:
+            try:
+                (self.logs / PurePosixPath(path).relative_to("/logs")).unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as err:
+                raise ContainerError(f"{path} could not be removed: {err}") from None
 
     def as_root(self, script: str) -> None:
         """``script`` as root (making folders, setting modes); ContainerError where it

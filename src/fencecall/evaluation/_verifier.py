@@ -2,8 +2,9 @@
 copied to ``/tests`` (a step's own on top of the task's) and ``/tests/test.sh`` runs in the
 working folder as the ``[verifier] user`` with its ``env``, its output in
 ``/logs/verifier/test-stdout.txt``; stale reward files are removed first, so nothing the
-agent wrote there counts. That takes three ``exec``s (the removal, the tests, one read of
-the output and both reward files after they ended) and a ``cp``.
+agent wrote there counts (on the host: the folder is mounted from there). That takes a
+``cp`` and two ``exec``s: the tests, and one read of their output and both reward files
+after they ended.
 
 The rewards are ``/logs/verifier/reward.json`` (a table of named numbers) where it exists,
 else ``/logs/verifier/reward.txt`` (one number, the ``reward``); an empty, unreadable or
@@ -68,7 +69,7 @@ def verify(container: TrialContainer, step: Step, env: Mapping[str, str]) -> Ver
     if not any((folder / "test.sh").is_file() for folder in folders):
         return Verdict(None, None, error=" or ".join(f"{folder}/test.sh" for folder in
                                                      step.tests) + " does not exist")
-    container.as_root(f"rm -f {REWARD_JSON} {REWARD_TXT}")
+    container.remove_logs(REWARD_JSON, REWARD_TXT)
     container.upload(folders, TESTS, "test.sh")
     ran = container.run(f"({TESTS}/test.sh) > {TEST_OUTPUT} 2>&1",
                         timeout=step.verifier_timeout, env=env, user=step.verifier_user)
