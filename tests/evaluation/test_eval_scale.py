@@ -16,6 +16,8 @@ import pytest
 
 from fencecall.environments import ContainerCli, ContainerEnvironment, choose_container_cli
 from fencecall.evaluation import TAG, ImageCache, context_key, read_task
+from fencecall.evaluation._images import Image
+from fencecall.evaluation._task import EnvironmentSpec
 from tests.cli.conftest import cli_env
 
 from ..batch.test_ray import local_ray
@@ -72,10 +74,16 @@ def test_a_tasks_later_trials_ask_the_cli_nothing_for_its_image(
         return original(self, *args, **options)
 
     monkeypatch.setattr(ContainerCli, "call", call)
+    async def together(spec: EnvironmentSpec) -> list[Image]:
+        return list(await asyncio.gather(*(cache.image(spec) for _ in range(3))))
+
     for task in (folder, pulled):
         spec = read_task(task).environment
-        first = asyncio.run(cache.image(spec))
-        assert calls
+        first, *others = asyncio.run(together(spec))
+        assert others == [first, first]
+        # trials that start together: one looks the image up, the others wait for it
+        assert [call for call in calls if call[:2] == ("image", "inspect")
+                and call[-1] == first.name] == [calls[-1]]
         calls.clear()
         assert asyncio.run(cache.image(spec)) == first and first.info is not None
         assert calls == []

@@ -132,6 +132,8 @@ class ImageCache:
         async with self._locks.setdefault(key, asyncio.Lock()):
             if key in self._failed:
                 raise BuildError(self._failed[key])
+            if dockerfile in self._ready:  # a trial that started with this one found it
+                return self._ready[dockerfile]
             if info := await in_thread(lambda: self.cli.image_info(name)):
                 self._ready[dockerfile] = Image(name, info=info)
                 return self._ready[dockerfile]
@@ -241,4 +243,4 @@ class ImageCache:
             self._ready[image] = Image(image, info=await in_thread(
                 lambda: self.cli.image_info(image)))
             return replace(self._ready[image], built=True,
-                                       seconds=round(time.monotonic() - clock, 3))
+                           seconds=round(time.monotonic() - clock, 3))
