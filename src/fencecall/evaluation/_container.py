@@ -1,9 +1,8 @@
 """A trial's container: the place its agent's tools run (a
 :class:`~fencecall.environments.ContainerEnvironment` of the task's image, its working
 folder held in the trial's ``workspace`` folder, its ``/logs/agent`` and ``/logs/verifier``
-in its ``logs``), and where the oracle's and the verifier's
-scripts run as Harbor runs them (``bash -c``, within a timeout), folders are copied in and
-files read back.
+in its ``logs``), and where the oracle's and the verifier's scripts run as Harbor runs them
+(``bash -c``, within a timeout), folders are copied in and files read back.
 
 Every method blocks (the trial calls them in worker threads). The container is removed
 when the trial ends, whatever happened.
