@@ -133,7 +133,8 @@ def test_a_flooding_exec_and_a_verifiers_read_are_bounded_and_a_timeout_ends_all
     assert len(out) < 2 * 2**20 and f"[... {_FLOOD + 12 - 2**20} bytes cut ...]" in out
     assert place.exec(["sh", "-c", f"{{ {flood}; }} > /tmp/test-stdout.txt"], timeout=120)[0] == 0
     # the verifier reads the tests' output through the CLI: its tail, not all of it
-    tail = TrialContainer(place, base_image).read("/tmp/test-stdout.txt", 2000)
+    trial = TrialContainer(place, base_image, place.files.parent / "logs")
+    tail = trial.read({"/tmp/test-stdout.txt": 2000})["/tmp/test-stdout.txt"]
     assert tail is not None and tail.endswith("x\nlast\n") and len(tail) == 2000
     grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
     assert grew < 100 * 1024, f"{grew} kB more: a flood was held whole"

@@ -12,8 +12,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from fencecall.environments import choose_container_cli
+import pytest
+
+from fencecall.environments import ContainerCli, ContainerEnvironment, choose_container_cli
 from fencecall.evaluation import TAG, ImageCache, context_key, read_task
+from fencecall.evaluation._images import Image
+from fencecall.evaluation._task import EnvironmentSpec
 from tests.cli.conftest import cli_env
 
 from ..batch.test_ray import local_ray
@@ -53,6 +57,40 @@ def test_two_processes_caches_build_one_image_once(base_image: str, tmp_path: Pa
         assert sum(cache.built for cache in caches) == 1
     finally:
         remove_image(folder)
+
+
+def test_a_tasks_later_trials_ask_the_cli_nothing_for_its_image(
+        base_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = make_task(tmp_path / "set", "plain", TOML, f"FROM {base_image}\n", TEST_TXT)
+    pulled = make_task(tmp_path / "set", "pulled", f'[environment]\ndocker_image = '
+                       f'"{base_image}"\n', "", TEST_TXT)
+    (pulled / "environment" / "Dockerfile").unlink()
+    cache = ImageCache(choose_container_cli("podman"), tmp_path / "builds")
+    calls: list[tuple[str, ...]] = []
+    original = ContainerCli.call
+
+    def call(self: ContainerCli, *args: str, **options: Any) -> Any:
+        calls.append(args)
+        return original(self, *args, **options)
+
+    monkeypatch.setattr(ContainerCli, "call", call)
+    async def together(spec: EnvironmentSpec) -> list[Image]:
+        return list(await asyncio.gather(*(cache.image(spec) for _ in range(3))))
+
+    for task in (folder, pulled):
+        spec = read_task(task).environment
+        first, *others = asyncio.run(together(spec))
+        assert others == [first, first]
+        # trials that start together: one looks the image up, the others wait for it
+        assert [call for call in calls if call[:2] == ("image", "inspect")
+                and call[-1] == first.name] == [calls[-1]]
+        calls.clear()
+        assert asyncio.run(cache.image(spec)) == first and first.info is not None
+        assert calls == []
+    with ContainerEnvironment.start(first.name, tmp_path / "files", cli=cache.cli,
+                                    info=first.info) as place:
+        assert place.workdir == "/work"
+    assert ("image", "inspect") not in {call[:2] for call in calls}
 
 
 def test_trials_run_in_shards_on_ray_each_image_built_once(

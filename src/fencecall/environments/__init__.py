@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         ContainerCli,
         ContainerError,
         ContainerUnavailable,
+        ImageInfo,
         choose_container_cli,
         owner,
     )
@@ -27,10 +28,11 @@ else:
         "._choice": ("EnvironmentChoice", "parse_environment"),
         "._container": ("DEFAULT_WORKDIR", "ContainerEnvironment"),
         "._container_cli": ("CLIS", "LABEL", "OWNER_LABEL", "ContainerCli", "ContainerError",
-                            "ContainerUnavailable", "choose_container_cli", "owner"),
+                            "ContainerUnavailable", "ImageInfo", "choose_container_cli",
+                            "owner"),
         "._environment": ("Environment",),
     })
 
 __all__ = ["CLIS", "DEFAULT_WORKDIR", "LABEL", "OWNER_LABEL", "ContainerCli",
            "ContainerEnvironment", "ContainerError", "ContainerUnavailable", "Environment",
-           "EnvironmentChoice", "choose_container_cli", "owner", "parse_environment"]
+           "EnvironmentChoice", "ImageInfo", "choose_container_cli", "owner", "parse_environment"]

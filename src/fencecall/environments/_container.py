@@ -3,9 +3,10 @@
 One container per conversation or task, started with an init and a command that waits, and
 removed when the conversation ends (a crash's are removed by the next start: the sweep).
 Its working folder is a host folder mounted there: filled, when it is empty, with what the
-image holds at that folder, so the file tools work on the container's files by descriptor
-on the host, and what they save a command sees at once. A second folder of fencecall's is
-mounted read-only at its own host path, for the scripts the shell sources.
+image holds at that folder (copied out once per image ID: :mod:`._image_folders`), so the
+file tools work on the container's files by descriptor on the host, and what they save a
+command sees at once. A second folder of fencecall's is mounted read-only at its own host
+path, for the scripts the shell sources.
 
 Each long-lived process (a shell, an interpreter) is ``exec``'d under the init that
 ``--init`` put in the container, run as a subreaper for it alone, and gets the descriptors
@@ -27,9 +28,16 @@ from pathlib import Path
 
 from ..sandbox import make_scratch, start_process
 from ._bounded import run_bounded
-from ._container_cli import ContainerCli, ContainerError, ContainerUnavailable, choose_container_cli
+from ._container_cli import (
+    ContainerCli,
+    ContainerError,
+    ContainerUnavailable,
+    ImageInfo,
+    choose_container_cli,
+)
 from ._environment import Stream
 from ._handoff import Handoff
+from ._image_folders import fill_from_image
 from ._namespace import PidNamespace, parent, stop_and_kill
 
 DEFAULT_WORKDIR = "/workspace"
@@ -74,18 +82,22 @@ class ContainerEnvironment:
     @classmethod
     def start(cls, image: str, files: Path, *, cli: ContainerCli | None = None,
               workdir: str | None = None, network: bool = False, cpus: float | None = None,
-              memory_mb: int | None = None,
-              env: Mapping[str, str] | None = None) -> ContainerEnvironment:
+              memory_mb: int | None = None, env: Mapping[str, str] | None = None,
+              info: ImageInfo | None = None, mounts: Sequence[tuple[Path, str]] = ()
+              ) -> ContainerEnvironment:
         """A container of ``image`` whose working folder (``workdir``, else the image's
         WORKDIR) is the host folder ``files``, first filled from the image where it is
         empty. No network unless ``network``. ``env`` is the container's environment (a
-        task's), which every process run in it starts with."""
+        task's), which every process run in it starts with. ``info`` is the image's where
+        the caller has it (an evaluation's trials of one image), else looked up.
+        ``mounts`` are more host folders, each mounted writable at a container path."""
         cli = cli or choose_container_cli()
         sweep_once(cli)
-        if not cli.image_exists(image):
+        info = info or cli.image_info(image)
+        if info is None:
             raise ContainerUnavailable(f"there is no image {image!r} here: pull or build it "
                                        f"first ({cli.program} pull, {cli.program} build)")
-        workdir, user, fresh = _working_folder(cli, image, files, workdir)
+        workdir, fresh = _working_folder(cli, info, files, workdir)
         scratch, handoff = make_scratch("container"), make_scratch("handoff")
         scratch.chmod(0o711)
         handoff.chmod(0o711)
@@ -93,10 +105,11 @@ class ContainerEnvironment:
             container = cli.start(image, network=network, workdir=workdir, cpus=cpus,
                                   memory_mb=memory_mb, env=env,
                                   mounts=[(files, workdir, False), (scratch, str(scratch), True),
-                                          (handoff, str(handoff), False)])
+                                          (handoff, str(handoff), False),
+                                          *((host, inside, False) for host, inside in mounts)])
             try:
                 made = cls(cli, container, workdir, files, scratch, Handoff(handoff))
-                if fresh and user.partition(":")[0] not in ("", "root", "0"):
+                if fresh and info.user.partition(":")[0] not in ("", "root", "0"):
                     made._give_files_to_user()
                 return made
             except BaseException:
@@ -184,27 +197,16 @@ class ContainerEnvironment:
         self.close()
 
 
-def _working_folder(cli: ContainerCli, image: str, files: Path, workdir: str | None
-                    ) -> tuple[str, str, bool]:
-    """(the working folder, the image's user, whether ``files`` was empty): the folder
-    ``workdir``, else the image's; ``files`` filled from the image where it was empty."""
-    image_workdir, user = cli.image_config(image)
-    chosen = workdir or image_workdir
+def _working_folder(cli: ContainerCli, image: ImageInfo, files: Path, workdir: str | None
+                    ) -> tuple[str, bool]:
+    """(the working folder, whether ``files`` was empty): the folder ``workdir``, else the
+    image's; ``files`` filled from the image (through the host's cache of its folders)
+    where it was empty."""
+    chosen = workdir or image.workdir
     if chosen == "/":
         chosen = DEFAULT_WORKDIR
     files.mkdir(parents=True, exist_ok=True)
     fresh = not any(files.iterdir())
     if fresh and (workdir or chosen != DEFAULT_WORKDIR):
-        _fill(cli, image, chosen, files)
-    return chosen, user, fresh
-
-
-def _fill(cli: ContainerCli, image: str, workdir: str, files: Path) -> None:
-    """Copy what ``image`` holds at ``workdir`` into ``files`` (nothing where it holds no
-    such folder)."""
-    try:
-        cli.copy_out_of_image(image, workdir, files)
-    except ContainerError as err:
-        if "no such file" not in str(err).lower():
-            raise
-
+        fill_from_image(cli, image.id, chosen, files)
+    return chosen, fresh

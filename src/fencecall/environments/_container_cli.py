@@ -59,6 +59,16 @@ class ContainerError(RuntimeError):
     """A container command failed; the message holds the command and its stderr's tail."""
 
 
+@dataclass(frozen=True, slots=True)
+class ImageInfo:
+    """What a start needs of an image: its ID, its ``WORKDIR`` ("/" where it sets none)
+    and its ``USER`` ("" where it sets none: root)."""
+
+    id: str
+    workdir: str
+    user: str
+
+
 @dataclass(slots=True)
 class ContainerCli:
     """One container CLI (``program`` at ``path``) and the flags this machine needs of it:
@@ -94,13 +104,16 @@ class ContainerCli:
     def image_exists(self, image: str) -> bool:
         return self.call("image", "inspect", image, check=False).returncode == 0
 
-    def image_config(self, image: str) -> tuple[str, str]:
-        """The image's ``WORKDIR`` ("/" where it sets none) and ``USER`` ("" where it sets
-        none: root)."""
+    def image_info(self, image: str) -> ImageInfo | None:
+        """The image's ID, ``WORKDIR`` and ``USER`` in one ``image inspect``; None where
+        there is no such image."""
         done = self.call("image", "inspect", "--format",
-                         "{{.Config.WorkingDir}}\n{{.Config.User}}", image)
-        workdir, _, user = done.stdout.strip("\n").partition("\n")
-        return workdir.strip() or "/", user.strip()
+                         "{{.Id}}\n{{.Config.WorkingDir}}\n{{.Config.User}}", image,
+                         check=False)
+        if done.returncode != 0:
+            return None
+        ident, workdir, user = [*done.stdout.split("\n"), "", ""][:3]
+        return ImageInfo(ident.strip(), workdir.strip() or "/", user.strip())
 
     def start(self, image: str, *, labels: Mapping[str, str] | None = None,
               network: bool = False, workdir: str | None = None,

@@ -11,9 +11,11 @@ satisfies a ``FROM`` of that name without a pull (the build never passes ``--pul
 Trials of one task wait for one build, and so do other processes on the machine (Ray
 workers, another evaluation: a lock file per image); at most ``max_builds`` builds run at
 once on the machine (a lock file per slot); a failed build is remembered for the run, so
-the task's other trials fail with it rather than build again. Each build's output is kept
-in ``builds/<key>.log``. :meth:`ImageCache.halt` (an evaluation stopped) ends the builds
-under way and starts no more.
+the task's other trials fail with it rather than build again, and so is the image found or
+built: the task's later trials in the run ask the CLI nothing (they all run the image its
+first trial found). Each build's output is kept in ``builds/<key>.log``.
+:meth:`ImageCache.halt` (an evaluation stopped) ends the builds under way and starts no
+more.
 """
 
 from __future__ import annotations
@@ -29,13 +31,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO
 
 from ..agent.offload import in_thread
 from ..defaults import BUILDS_AT_ONCE
-from ..environments import ContainerCli, ContainerError
+from ..environments import ContainerCli, ContainerError, ImageInfo
 from ._task import EnvironmentSpec
 
 TAG = "fencecall-task"
@@ -63,6 +65,8 @@ class Image:
     name: str
     built: bool = False
     seconds: float = 0.0
+    info: ImageInfo | None = None
+    """Its ID, ``WORKDIR`` and ``USER``, which its container's start then need not ask."""
 
 
 def context_key(cli: ContainerCli, dockerfile: Path) -> str:
@@ -105,6 +109,9 @@ class ImageCache:
         self._builds = asyncio.Semaphore(self.max_builds)
         self._locks: dict[str, asyncio.Lock] = {}
         self._failed: dict[str, str] = {}
+        self._ready: dict[Path | str, Image] = {}
+        """Each task's image (by its Dockerfile or ``docker_image``) once found or built:
+        the task's later trials run it without asking the CLI again."""
         self._running: set[subprocess.Popen[bytes]] = set()
         self._guard = threading.Lock()
         self._halted = False
@@ -118,13 +125,18 @@ class ImageCache:
             assert spec.docker_image is not None
             return await self._pulled(spec.docker_image, spec.build_timeout)
         dockerfile = spec.dockerfile
+        if dockerfile in self._ready:
+            return self._ready[dockerfile]
         key = await in_thread(lambda: context_key(self.cli, dockerfile))
         name = f"{TAG}:{key}"
         async with self._locks.setdefault(key, asyncio.Lock()):
             if key in self._failed:
                 raise BuildError(self._failed[key])
-            if await in_thread(lambda: self.cli.image_exists(name)):
-                return Image(name)
+            if dockerfile in self._ready:  # a trial that started with this one found it
+                return self._ready[dockerfile]
+            if info := await in_thread(lambda: self.cli.image_info(name)):
+                self._ready[dockerfile] = Image(name, info=info)
+                return self._ready[dockerfile]
             async with self._builds:
                 try:
                     image = await in_thread(lambda: self._built_once(dockerfile, name, key,
@@ -133,7 +145,9 @@ class ImageCache:
                     self._failed[key] = str(err)
                     raise
                 self.built += image.built
-                return image
+                self._ready[dockerfile] = Image(name, info=await in_thread(
+                    lambda: self.cli.image_info(name)))
+                return replace(image, info=self._ready[dockerfile].info)
 
     def _built_once(self, dockerfile: Path, name: str, key: str, timeout: float) -> Image:
         """The image built, unless another process of this machine (a Ray worker, another
@@ -215,12 +229,18 @@ class ImageCache:
         async with self._locks.setdefault(image, asyncio.Lock()):
             if image in self._failed:
                 raise BuildError(self._failed[image])
-            if await in_thread(lambda: self.cli.image_exists(image)):
-                return Image(image)
+            if image in self._ready:
+                return self._ready[image]
+            if info := await in_thread(lambda: self.cli.image_info(image)):
+                self._ready[image] = Image(image, info=info)
+                return self._ready[image]
             clock = time.monotonic()
             try:
                 await in_thread(lambda: self.cli.call("pull", image, timeout=timeout))
             except ContainerError as err:
                 self._failed[image] = f"pulling {image} failed: {str(err)[-LOG_TAIL:]}"
                 raise BuildError(self._failed[image]) from None
-            return Image(image, built=True, seconds=round(time.monotonic() - clock, 3))
+            self._ready[image] = Image(image, info=await in_thread(
+                lambda: self.cli.image_info(image)))
+            return replace(self._ready[image], built=True,
+                           seconds=round(time.monotonic() - clock, 3))

@@ -23,8 +23,7 @@ def run_oracle(container: TrialContainer, step: Step, env: Mapping[str, str]) ->
     if not (step.solution / "solve.sh").is_file():
         return AgentRun("error", error=f"{step.solution}/solve.sh does not exist")
     container.as_root(f"rm -rf {SOLUTION}")
-    container.copy_folder(step.solution, SOLUTION)
-    container.as_root(f"chmod +x {SOLUTION}/solve.sh")
+    container.upload([step.solution], SOLUTION, "solve.sh")
     ran = container.run(f"({SOLUTION}/solve.sh) > {ORACLE_LOG} 2>&1",
                         timeout=step.agent_timeout, user=step.agent_user,
                         env={"DEBIAN_FRONTEND": "noninteractive", **env})

@@ -11,7 +11,6 @@ The agent never sees the tests: they are in neither the image (the build context
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import threading
@@ -24,8 +23,8 @@ from typing import Any
 
 from ..agent.offload import in_thread
 from ..environments import ContainerCli, ContainerError, ContainerUnavailable
-from ._container import LOGS, TrialContainer, folder_owner
-from ._images import BuildError, ImageCache
+from ._container import TrialContainer, folder_owner
+from ._images import BuildError, Image, ImageCache
 from ._model_agent import ModelAgents
 from ._oracle import run_oracle
 from ._results import AgentRun, ErrorKind, TrialResult, trial_id
@@ -115,23 +114,23 @@ class Trials:
         if folder.exists():  # an earlier attempt that never got its line: afresh
             await in_thread(lambda: shutil.rmtree(folder))
         folder.mkdir(parents=True)
-        container = await in_thread(lambda: self._started(task, image.name, env.environment,
+        container = await in_thread(lambda: self._started(task, image, env.environment,
                                                             folder))
         try:
             await self._graded(task, env, container, folder, draft)
         finally:
-            await in_thread(lambda: self._keep_logs(container, folder))
             await in_thread(container.remove)
             with self._guard:
                 self._live.pop(container.id, None)
 
-    def _started(self, task: HarborTask, image: str, env: Mapping[str, str],
+    def _started(self, task: HarborTask, image: Image, env: Mapping[str, str],
                  folder: Path) -> TrialContainer:
         """The trial's container, known to :meth:`halt` (removed at once where the
         evaluation stopped while it started)."""
         try:
-            container = TrialContainer.start(self.cli, image, task.environment, env,
-                                             folder / "workspace")
+            container = TrialContainer.start(self.cli, image.name, task.environment, env,
+                                             folder / "workspace", folder / "logs",
+                                             image.info)
         except (ContainerError, ContainerUnavailable) as err:
             raise _Failed("environment", f"the container could not start: {err}") from None
         with self._guard:
@@ -141,7 +140,7 @@ class Trials:
             self._live[container.id] = container
         if any(step.agent_user or step.verifier_user for step in task.plan()):
             try:
-                self._own_workdir(container, image)
+                self._own_workdir(container, image.name)
             except ContainerError as err:
                 with self._guard:
                     self._live.pop(container.id, None)
@@ -186,8 +185,3 @@ class Trials:
         runs = await run_steps(task.plan(), container, agent, env.verifiers, folder)
         draft.fields.update(trial_fields(runs, task.reward_strategy, bool(task.steps)))
 
-    def _keep_logs(self, container: TrialContainer, folder: Path) -> None:
-        """The container's ``/logs`` (the verifier's output, the oracle's) in the trial's
-        folder, as far as they can be copied."""
-        with contextlib.suppress(ContainerError, OSError):
-            self.cli.copy_out(container.id, f"{LOGS}/.", folder / "logs")

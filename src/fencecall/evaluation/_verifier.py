@@ -2,7 +2,9 @@
 copied to ``/tests`` (a step's own on top of the task's) and ``/tests/test.sh`` runs in the
 working folder as the ``[verifier] user`` with its ``env``, its output in
 ``/logs/verifier/test-stdout.txt``; stale reward files are removed first, so nothing the
-agent wrote there counts.
+agent wrote there counts (on the host: the folder is mounted from there). That takes a
+``cp`` and two ``exec``s: the tests, and one read of their output and both reward files
+after they ended.
 
 The rewards are ``/logs/verifier/reward.json`` (a table of named numbers) where it exists,
 else ``/logs/verifier/reward.txt`` (one number, the ``reward``); an empty, unreadable or
@@ -26,7 +28,10 @@ REWARD_JSON = f"{VERIFIER_LOGS}/reward.json"
 REWARD_TXT = f"{VERIFIER_LOGS}/reward.txt"
 TEST_OUTPUT = f"{VERIFIER_LOGS}/test-stdout.txt"
 OUTPUT_TAIL = 2000
-"""Characters of the test's output a result keeps."""
+"""Characters of the test's output a result keeps (of as many as four times the bytes:
+UTF-8's longest character)."""
+REWARD_LIMIT = 1 << 18
+"""Bytes of a reward file read (of a longer one, its tail, which then cannot be read)."""
 
 
 class RewardError(Exception):
@@ -64,19 +69,19 @@ def verify(container: TrialContainer, step: Step, env: Mapping[str, str]) -> Ver
     if not any((folder / "test.sh").is_file() for folder in folders):
         return Verdict(None, None, error=" or ".join(f"{folder}/test.sh" for folder in
                                                      step.tests) + " does not exist")
-    container.as_root(f"rm -f {REWARD_JSON} {REWARD_TXT}")
-    for folder in folders:
-        container.copy_folder(folder, TESTS)
-    container.as_root(f"chmod +x {TESTS}/test.sh")
+    container.remove_logs(REWARD_JSON, REWARD_TXT)
+    container.upload(folders, TESTS, "test.sh")
     ran = container.run(f"({TESTS}/test.sh) > {TEST_OUTPUT} 2>&1",
                         timeout=step.verifier_timeout, env=env, user=step.verifier_user)
-    output = container.read(TEST_OUTPUT, OUTPUT_TAIL) or ""
+    found = container.read({TEST_OUTPUT: 4 * OUTPUT_TAIL, REWARD_JSON: REWARD_LIMIT,
+                            REWARD_TXT: REWARD_LIMIT})
+    output = (found[TEST_OUTPUT] or "")[-OUTPUT_TAIL:]
     seconds = round(time.monotonic() - clock, 3)
     if ran.timed_out:
         return Verdict(None, None, output, f"the tests ran past their timeout of "
                        f"{step.verifier_timeout:g} s", seconds)
     try:
-        rewards = read_rewards(container.read(REWARD_JSON), container.read(REWARD_TXT))
+        rewards = read_rewards(found[REWARD_JSON], found[REWARD_TXT])
     except RewardError as err:
         return Verdict(None, ran.exit_status, output, str(err), seconds)
     return Verdict(rewards, ran.exit_status, output, seconds=seconds)
