@@ -12,6 +12,7 @@ from ..accounting.checks import ReplyBounds
 from ..accounting.tokens import Bytes, Tally, request_tokens
 from ..config import Sampling
 from ..defaults import MAX_TOKENS
+from ..images import described, messages_image_tokens
 from ..message import Message, TokenLogprob, Unencodable, Usage
 
 
@@ -69,6 +70,8 @@ class ChatRequest:
     """The output tokens the run's budgets leave the reply, by fencecall's count (None: no
     budget holds): its stream is cut there, as past ``max_tokens``, whatever the server
     does (see :func:`read_stream`)."""
+    vision: bool = True
+    """The model takes images; else each image is sent as a note saying what it was."""
 
 
 class ProviderError(RuntimeError):
@@ -234,7 +237,7 @@ class _Watch:
         self.bounds = ReplyBounds(
             request.max_tokens, request.output_room,
             lambda: request_tokens(Bytes(), request.system, wire_texts(request.messages),
-                                   request.tools))
+                                   request.tools) + messages_image_tokens(request.messages))
         self.taken = taken
         self.cut: str | None = None
 
@@ -329,6 +332,14 @@ def wire_texts(messages: Iterable[Message]) -> list[str]:
             texts.append(message.content + "".join(json.dumps(dict(call.arguments))
                                                    for call in message.native_calls))
     return texts
+
+
+def with_image_notes(text: str, message: Message, vision: bool) -> str:
+    """``text``, followed for a model that takes no images by a note for each image of
+    ``message`` (:func:`~fencecall.images.described`)."""
+    if vision or not message.images:
+        return text
+    return "\n".join([text, *map(described, message.images)])
 
 
 def tool_result_text(message: Message) -> str:
