@@ -396,7 +396,7 @@ class Agent:
                       if spec.is_runnable) if fmt.native else ()
         messages = view(self.conversation.messages if history is None else history)
         return ChatRequest(self.model, self._system, messages, tools, self.settings.max_tokens,
-                           self.settings.sampling)
+                           self.settings.sampling, vision=self.settings.vision)
 
     def _fitting(self) -> Generator[Effect, object, ChatRequest]:
         """The next request, inside the window: when it would not fit, the conversation is
