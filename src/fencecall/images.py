@@ -44,9 +44,11 @@ def media_type(data: bytes) -> str | None:
 def is_image_file(path: Path) -> bool:
     """Whether ``path`` is a file whose first bytes are an image's."""
     try:
+        if not path.is_file():  # not a pipe, whose opening would wait for a writer
+            return False
         with path.open("rb") as file:
-            return path.is_file() and media_type(file.read(16)) is not None
-    except OSError:
+            return media_type(file.read(16)) is not None
+    except (OSError, ValueError):  # a name too long, a NUL in it
         return False
 
 
