@@ -4,6 +4,7 @@ counted as the providers bill them. Pillow is imported only where an image is re
 
 from __future__ import annotations
 
+import atexit
 import base64
 import hashlib
 import io
@@ -56,17 +57,20 @@ def _fitted(data: bytes, kind: str, side: int) -> tuple[bytes, int, int]:
     """``data`` no longer than ``side`` on its longest side, and its width and height."""
     from PIL import Image
 
-    with Image.open(io.BytesIO(data)) as image:
-        width, height = image.size
-        if max(width, height) <= side:
-            return data, width, height
-        scale = side / max(width, height)
-        size = (max(1, round(width * scale)), max(1, round(height * scale)))
-        smaller = image.convert("RGBA" if kind != "image/jpeg" else "RGB").resize(
-            size, Image.Resampling.LANCZOS)
-        out = io.BytesIO()
-        smaller.save(out, _FORMAT[kind])
-        return out.getvalue(), *size
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            if max(width, height) <= side:
+                return data, width, height
+            scale = side / max(width, height)
+            size = (max(1, round(width * scale)), max(1, round(height * scale)))
+            smaller = image.convert("RGBA" if kind != "image/jpeg" else "RGB").resize(
+                size, Image.Resampling.LANCZOS)
+    except Image.DecompressionBombError as err:  # not an OSError: said as one
+        raise ValueError(str(err)) from err
+    out = io.BytesIO()
+    smaller.save(out, _FORMAT[kind])
+    return out.getvalue(), *size
 
 
 def keep(data: bytes, folder: Path, source: str) -> ImageRef:
@@ -97,8 +101,10 @@ def load(path: Path, folder: Path) -> ImageRef:
 @lru_cache(maxsize=1)
 def scratch_folder() -> Path:
     """Where images wait until a conversation keeps them (see :func:`adopted`): a private
-    temporary folder of this process."""
-    return Path(tempfile.mkdtemp(prefix="fencecall-images-"))
+    temporary folder of this process, removed when it exits."""
+    folder = tempfile.mkdtemp(prefix="fencecall-images-")
+    atexit.register(shutil.rmtree, folder, True)
+    return Path(folder)
 
 
 def adopted(image: ImageRef, folder: Path) -> ImageRef:
@@ -114,7 +120,7 @@ def adopted(image: ImageRef, folder: Path) -> ImageRef:
     return replace(image, path=str(kept))
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=16)
 def _encoded(path: str, kind: str, side: int) -> str:
     data, _, _ = _fitted(Path(path).read_bytes(), kind, side)
     return base64.b64encode(data).decode("ascii")

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fencecall.accounting import Billing, Estimate, Pricing, Spend
 from fencecall.agent.conversation import Conversation
-from fencecall.images import keep, messages_image_tokens
+from fencecall.images import image_tokens, keep, messages_image_tokens
 from fencecall.log_records import from_record, to_record
 from fencecall.message import Message
+from fencecall.providers.base import ChatRequest, wire_texts
 
 from .test_wire_images import png
 
@@ -50,3 +52,12 @@ def test_images_count_in_the_token_estimate(tmp_path: Path) -> None:
     with_image = Message("user", "see", images=(image,))
     assert messages_image_tokens([Message("user", "see")]) == 0
     assert messages_image_tokens([with_image]) >= 1500 * 750 // 750
+
+
+def test_the_billing_estimate_of_a_request_counts_its_images(tmp_path: Path) -> None:
+    image = keep(png(1500, 750), tmp_path, "wide.png")
+    billing = Billing(Spend(Pricing("m", "p", None)), Estimate(), wire_texts)
+    plain = ChatRequest("m", "sys", (Message("user", "see"),))
+    shown = ChatRequest("m", "sys", (Message("user", "see", images=(image,)),))
+    assert billing.input_tokens(shown) - billing.input_tokens(plain) == image_tokens(image)
+    assert image_tokens(image) == 1500  # Anthropic's rule, the larger here: 1500 * 750 / 750
