@@ -1,6 +1,6 @@
 """Images a message carries: recognised by their magic bytes, kept in the conversation's
 folder no larger than any provider takes, sent downscaled to the provider's own limit, and
-counted as the providers bill them. Pillow is imported only where an image is resized."""
+counted as the providers bill them. Pillow is imported only where an image is read."""
 
 from __future__ import annotations
 
@@ -163,7 +163,8 @@ def messages_image_tokens(messages: Iterable[Message]) -> int:
     return sum(image_tokens(image) for message in messages for image in message.images)
 
 
-def described(image: ImageRef) -> str:
-    """The note a model that takes no images gets in the image's place."""
-    return (f"[an image of {image.width}×{image.height} ({image.source}); this model takes "  # noqa: RUF001
-            "no images]")
+def described(image: ImageRef, *, gone: bool = False) -> str:
+    """The note a model gets in the image's place: it takes no images, or the kept file is
+    ``gone``."""
+    why = f"its file {image.path} is gone" if gone else "this model takes no images"
+    return f"[an image of {image.width}×{image.height} ({image.source}); {why}]"  # noqa: RUF001

@@ -139,3 +139,14 @@ def test_images_are_counted_by_the_providers_rules(tmp_path: Path) -> None:
     image = keep(png(1000, 1000), tmp_path, "square.png")
     assert anthropic_tokens(image) == 1334  # ceil(1000 * 1000 / 750)
     assert openai_tokens(image) == 85 + 170 * 4  # 768 x 768: 2 x 2 tiles
+
+
+def test_an_image_whose_kept_file_is_gone_is_a_note_not_a_failed_request(
+        tmp_path: Path) -> None:
+    image = _image(tmp_path)
+    Path(image.path).unlink()
+    messages = (Message("user", "what is this?", images=(image,)),)
+    for kind in ("openai", "anthropic"):
+        body = _sent(kind, ChatRequest("m", "sys", messages))
+        assert f"its file {image.path} is gone" in str(body["messages"])
+        assert "base64" not in str(body["messages"])

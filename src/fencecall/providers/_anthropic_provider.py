@@ -22,6 +22,7 @@ from .base import (
     TextDelta,
     end_of_stream,
     sampling_options,
+    shown_images,
     tool_result_text,
     turns,
     with_image_notes,
@@ -64,20 +65,17 @@ def to_anthropic_messages(request: ChatRequest) -> list[dict[str, Any]]:
 
 
 def _blocks(text: str, message: Message, vision: bool) -> list[dict[str, Any]]:
-    """A text block, and an image block for each image (a note instead, without vision)."""
-    blocks: list[dict[str, Any]] = [
-        {"type": "text", "text": with_image_notes(text, message, vision)}]
-    if vision:
-        blocks += [{"type": "image", "source": {
-            "type": "base64", "media_type": image.media_type,
-            "data": encoded(image, ANTHROPIC_SIDE)}} for image in message.images]
-    return blocks
+    """A text block, and an image block for each image sent (a note for any other)."""
+    return [{"type": "text", "text": with_image_notes(text, message, vision)},
+            *({"type": "image", "source": {"type": "base64", "media_type": image.media_type,
+                                           "data": encoded(image, ANTHROPIC_SIDE)}}
+              for image in shown_images(message, vision))]
 
 
 def _content(text: str, message: Message, vision: bool) -> str | list[dict[str, Any]]:
     """A tool result's content: its text, or its text and image blocks."""
-    return _blocks(text, message, vision) if vision and message.images else with_image_notes(
-        text, message, vision)
+    return _blocks(text, message, vision) if shown_images(
+        message, vision) else with_image_notes(text, message, vision)
 
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}

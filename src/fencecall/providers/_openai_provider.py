@@ -22,6 +22,7 @@ from .base import (
     TextDelta,
     end_of_stream,
     sampling_options,
+    shown_images,
     tool_result_text,
     turns,
     with_image_notes,
@@ -66,9 +67,9 @@ def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
         elif kind == "native_result":
             out.append({"role": "tool", "tool_call_id": message.call_id,
                         "content": with_image_notes(message.content, message, request.vision)})
-            if request.vision and message.images:
+            if shown := shown_images(message, request.vision):
                 held += [{"type": "text", "text": f"[the images of call {message.call_id}]"},
-                         *map(_image_part, message.images)]
+                         *map(_image_part, shown)]
         else:
             text = tool_result_text(message) if kind == "tool_result" else message.content
             out.append({"role": "user", "content": _content(text, message, request.vision)})
@@ -79,9 +80,10 @@ def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
 
 def _content(text: str, message: Message, vision: bool) -> str | list[dict[str, Any]]:
     """A user turn's content: its text, or its text and images as parts."""
-    if not vision or not message.images:
-        return with_image_notes(text, message, vision)
-    return [{"type": "text", "text": text}, *map(_image_part, message.images)]
+    text = with_image_notes(text, message, vision)
+    if not (shown := shown_images(message, vision)):
+        return text
+    return [{"type": "text", "text": text}, *map(_image_part, shown)]
 
 
 def _image_part(image: ImageRef) -> dict[str, Any]:

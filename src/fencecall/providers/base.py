@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeGuard, TypeVar
 
 from ..accounting.checks import ReplyBounds
@@ -13,7 +14,7 @@ from ..accounting.tokens import Bytes, Tally, request_tokens
 from ..config import Sampling
 from ..defaults import MAX_TOKENS
 from ..images import described, messages_image_tokens
-from ..message import Message, TokenLogprob, Unencodable, Usage
+from ..message import ImageRef, Message, TokenLogprob, Unencodable, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,12 +335,18 @@ def wire_texts(messages: Iterable[Message]) -> list[str]:
     return texts
 
 
+def shown_images(message: Message, vision: bool) -> tuple[ImageRef, ...]:
+    """The images of ``message`` sent as images: none to a model that takes none, and none
+    whose kept file is gone (a log's folder pruned by hand), which would fail every request."""
+    return tuple(image for image in message.images if vision and Path(image.path).is_file())
+
+
 def with_image_notes(text: str, message: Message, vision: bool) -> str:
-    """``text``, followed for a model that takes no images by a note for each image of
-    ``message`` (:func:`~fencecall.images.described`)."""
-    if vision or not message.images:
-        return text
-    return "\n".join([text, *map(described, message.images)])
+    """``text``, followed by a note for each image of ``message`` not sent as one
+    (:func:`~fencecall.images.described`)."""
+    shown = shown_images(message, vision)
+    notes = [described(image, gone=vision) for image in message.images if image not in shown]
+    return "\n".join([text, *notes])
 
 
 def tool_result_text(message: Message) -> str:
