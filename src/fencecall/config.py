@@ -50,6 +50,7 @@ checks it); a key a setting was once called (:data:`RENAMED`) is still read as i
     max_tokens = 512
     context_window = 2048         # prompt + history + reply must fit
     prompt = "compact"            # or "full"; compact is the default for windows <= 8192
+    vision = false                # takes no images: each is sent as a note (default true)
 
     [providers.local]
     kind = "openai"
@@ -173,6 +174,8 @@ class ModelSettings:
     """This model's own budget and time limit (over the file's top-level ones)."""
     price: Price | None = None
     """USD per million tokens, over ``genai-prices``' list price."""
+    vision: bool = True
+    """The model takes images; ``vision = false`` sends each as a note saying what it was."""
 
     def prompt_mode(self) -> PromptMode:
         """``compact`` where chosen, or where the context window is small."""
@@ -420,7 +423,7 @@ RENAMED: Mapping[str, str] = MappingProxyType({"timeout": "request_timeout",
 """Old key to new: a file written before a rename still loads (both at once: an error)."""
 PROVIDER_KEYS = frozenset({"kind", "base_url", "api_key_env"})
 MODEL_KEYS = frozenset({"temperature", "top_p", "stop", "max_tokens", "context_window",
-                        "prompt", "price", *LIMIT_KEYS})
+                        "prompt", "price", "vision", *LIMIT_KEYS})
 PRICE_KEYS = frozenset({"input", "output", "cache_read", "cache_write"})
 
 
@@ -549,10 +552,13 @@ def _models(data: Mapping[str, Any], path: Path) -> dict[str, ModelSettings]:
         prompt = table.get("prompt")
         if prompt is not None and prompt not in PROMPT_MODES:
             raise ConfigError(f"{path}: {where}.prompt must be one of {', '.join(PROMPT_MODES)}")
+        vision = table.get("vision", True)
+        if not isinstance(vision, bool):
+            raise ConfigError(f"{path}: {where}.vision must be true or false")
         found[name] = ModelSettings(
             Sampling(number.get("temperature"), number.get("top_p"), tuple(stop)),
             whole.get("max_tokens"), whole.get("context_window"), prompt,
-            read_limits(table, f"{where}.", path), _price(table, where, path))
+            read_limits(table, f"{where}.", path), _price(table, where, path), vision)
     return found
 
 

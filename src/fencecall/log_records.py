@@ -21,6 +21,7 @@ from .message import (
     CannotRun,
     Compacted,
     Completion,
+    ImageRef,
     JobEnded,
     LimitReached,
     Message,
@@ -50,6 +51,10 @@ def to_record(message: Message) -> dict[str, Any]:
                               "time": message.timestamp.isoformat()}
     if message.call_id is not None:
         record["call_id"] = message.call_id
+    if message.images:
+        record["images"] = [{"path": i.path, "media_type": i.media_type, "width": i.width,
+                             "height": i.height, "size": i.size, "source": i.source}
+                            for i in message.images]
     metadata = {**message.metadata, **_typed_metadata(message), **_note_metadata(message.note)}
     if metadata:
         record["metadata"] = metadata
@@ -134,7 +139,20 @@ def from_record(record: Mapping[str, Any]) -> Message | None:
         status=_STATUSES.get(status_word) if isinstance(status_word, str) else None,
         exit_code=exit_code if _is_int(exit_code) else None,
         call=_call(tool, metadata) if role == "system" else None,
-        reply=reply, ending=ending if role == "system" else None)
+        reply=reply, ending=ending if role == "system" else None,
+        images=_images(record.get("images")))
+
+
+def _images(value: Any) -> tuple[ImageRef, ...]:
+    """The images a record refers to; an entry that is not one is left out."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        ImageRef(item["path"], item["media_type"], item["width"], item["height"],
+                 item["size"], _text(item.get("source")) or "")
+        for item in value if isinstance(item, dict)
+        and all(isinstance(item.get(key), str) for key in ("path", "media_type"))
+        and all(_is_int(item.get(key)) for key in ("width", "height", "size")))
 
 
 def _note_metadata(note: Note | None) -> dict[str, Any]:

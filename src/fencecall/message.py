@@ -228,6 +228,21 @@ Note = Nudge | CannotRun | LimitReached | JobEnded | Compacted | Completion
 """What a message is to the loop, beyond a reply or a plain tool result."""
 
 
+@dataclass(frozen=True, slots=True)
+class ImageRef:
+    """An image a message shows the model, by reference: the file is kept in the
+    conversation's folder (see :mod:`fencecall.images`), so the log stays text."""
+
+    path: str
+    media_type: str
+    width: int
+    height: int
+    size: int
+    """Bytes of the kept file."""
+    source: str = ""
+    """Where it came from (the path the user or the read tool gave), for notes."""
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -253,6 +268,8 @@ class Message:
     """On the message that says why a run stopped short (a limit, giving up)."""
     note: Note | None = None
     """What the message is to the loop (see :data:`Note`), set by the layer that knows."""
+    images: tuple[ImageRef, ...] = ()
+    """Images shown with the text (a user's attachment, an image the read tool read)."""
 
     def tagged(self, call_id: str | None, tool: str) -> Message:
         """This message as the result of call ``call_id`` of ``tool``."""
@@ -276,10 +293,11 @@ class Message:
 
 def system(content: str, status: Status | None = None, *, tool: str | None = None,
            exit_code: int | None = None, ending: Outcome | None = None,
-           note: Note | None = None, **metadata: Any) -> Message:
+           note: Note | None = None, images: tuple[ImageRef, ...] = (),
+           **metadata: Any) -> Message:
     """A system message, the form every tool result and error takes."""
     return Message("system", content, metadata=metadata, tool=tool, status=status,
-                   exit_code=exit_code, ending=ending, note=note)
+                   exit_code=exit_code, ending=ending, note=note, images=images)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from ..images import messages_image_tokens
 from ..message import Message, Usage
 from ..telemetry import ChatRun
 from ._budget import Spend
@@ -101,7 +102,8 @@ class Billing:
                 added = self._wire(request.messages)[known:]
                 added_tokens: int = sum(self.counter.count(text) + MESSAGE_OVERHEAD
                                         for text in added)
-                return usage.all_input + added_tokens
+                return (usage.all_input + added_tokens
+                        + messages_image_tokens(request.messages[known:]))
         return self.input_tokens(request)
 
     def refusal(self, request: Request, max_output: int) -> Refusal | None:
@@ -161,4 +163,4 @@ class Billing:
 
     def _counted(self, request: Request) -> int:
         return request_tokens(self.counter, request.system, self._wire(request.messages),
-                              request.tools)
+                              request.tools) + messages_image_tokens(request.messages)

@@ -23,6 +23,7 @@ from ..accounting import Billing
 from ..accounting.tokens import MESSAGE_OVERHEAD
 from ..config import Compaction
 from ..errors import UserError
+from ..images import messages_image_tokens
 from ..message import Compacted, Message, ReplyRecord
 from ..providers import ChatRequest
 from ..providers.base import wire_texts
@@ -194,7 +195,8 @@ class Compactor:
         request = self._request()
         messages = request.messages
         count = self._billing.counter.count
-        costs = [count(text) + MESSAGE_OVERHEAD for text in wire_texts(messages)]
+        costs = [count(text) + MESSAGE_OVERHEAD + messages_image_tokens([message])
+                 for text, message in zip(wire_texts(messages), messages, strict=True)]
         end = boundary(messages, costs, window.budget // KEEP_SHARE if keep is None else keep)
         if end is None:
             return None

@@ -51,6 +51,8 @@ class AgentSettings:
     compaction: Compaction = COMPACTION
     result_share: float = RESULT_SHARE
     autonomous: bool = False
+    vision: bool = True
+    """The model takes images; else each is sent as a note (see :class:`ChatRequest`)."""
     interruptible: bool = False
     sleep: Callable[[float], None] = time.sleep
     executor: Executor | None = None

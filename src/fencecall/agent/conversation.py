@@ -13,17 +13,20 @@ import os
 import re
 import secrets
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..images import adopted
 from ..jsonl import read_lines, set_aside
 from ..log_records import from_record, to_record
 from ..message import Message
 
 LOG_NAME = "conversation.jsonl"
+IMAGES = "images"
+"""The folder of a conversation's folder that keeps its messages' images."""
 PRIVATE_FOLDER = 0o700
 PRIVATE_FILE = 0o600
 _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -161,8 +164,17 @@ class Conversation:
     # -- changing ------------------------------------------------------------------------
 
     def append(self, message: Message) -> None:
+        message = self._keeping_images(message)
         self._write(to_record(message))
         self.messages.append(message)
+
+    def _keeping_images(self, message: Message) -> Message:
+        """``message`` with its images' files in this conversation's folder (``images``),
+        where ``--resume`` finds them whatever became of the files they came from."""
+        if self.folder is None or not message.images:
+            return message
+        folder = self.folder / IMAGES
+        return replace(message, images=tuple(adopted(image, folder) for image in message.images))
 
     def undo(self, count: int = 1) -> list[Message]:
         """Drop the last ``count`` messages; returns them."""

@@ -31,6 +31,7 @@ from ..accounting import Billing, Estimate, Pricing, Refusal, Spend, TokenCounte
 from ..execution import Session, resolve
 from ..message import (
     CannotRun,
+    ImageRef,
     JobEnded,
     LimitReached,
     Message,
@@ -125,6 +126,8 @@ class Agent:
         self._system = system_prompt(session, self.format, compact=settings.compact,
                                      autonomous=settings.autonomous)
         self._reminder = REMINDER.format(finish=how_to_finish(self.format))
+        self.attachments: list[ImageRef] = []
+        """Images the next prompt carries (the chat's ``/image``, a path dropped in)."""
         spend = spend or Spend(Pricing(model, provider.name, provider.url or None))
         self.billing = Billing(spend, counter or Estimate(), wire_texts,
                                self._reported_in_history())
@@ -215,7 +218,8 @@ class Agent:
             if said.blocked is not None:
                 self._emit(ToolResult(not_sent(said.blocked.reason)))
                 return Outcome.ERROR
-            self.conversation.append(Message("user", prompt))
+            images, self.attachments = tuple(self.attachments), []
+            self.conversation.append(Message("user", prompt, images=images))
             for note in said.messages:
                 self._record(note)
         continued = 0
@@ -396,7 +400,7 @@ class Agent:
                       if spec.is_runnable) if fmt.native else ()
         messages = view(self.conversation.messages if history is None else history)
         return ChatRequest(self.model, self._system, messages, tools, self.settings.max_tokens,
-                           self.settings.sampling)
+                           self.settings.sampling, vision=self.settings.vision)
 
     def _fitting(self) -> Generator[Effect, object, ChatRequest]:
         """The next request, inside the window: when it would not fit, the conversation is

@@ -154,6 +154,8 @@ class RunSettings:
     limits: Limits = field(default_factory=Limits)
     price: Price | None = None
     """The model's configured price (None: ``genai-prices``' list price, if any)."""
+    vision: bool = True
+    """The model takes images (its ``vision`` setting)."""
     autonomous: bool = False
     """The run has nobody reading its replies: its tools include ``complete``, and only a
     call of it ends the run done (see :class:`~fencecall.agent.Agent`)."""
@@ -216,7 +218,8 @@ def resolve_settings(config: Config, *overrides: Overrides,
         sandbox=_sandbox(said.sandbox, config.sandbox, environment), mcp_servers=said.mcp,
         environment=environment,
         limits=Limits(said.budget_usd, said.budget_tokens, said.time_limit),
-        price=per_model.price, background_after=said.background_after or None,
+        price=per_model.price, vision=per_model.vision,
+        background_after=said.background_after or None,
         permissions=PermissionRules(said.allow, said.deny),
         **{name: getattr(said, name) for name in PLAIN})
 

@@ -243,7 +243,8 @@ def agent(settings: RunSettings, config: Config, model: Provider, run_session: S
         sampling=settings.sampling, compact=settings.compact,
         context_window=settings.context_window, compaction=settings.compaction,
         result_share=settings.result_share, autonomous=settings.autonomous,
-        interruptible=interruptible, sleep=sleep, executor=executor, checkpoints=checkpoints)
+        vision=settings.vision, interruptible=interruptible, sleep=sleep, executor=executor,
+        checkpoints=checkpoints)
     return Agent(model, settings.model_name, run_session, conversation, how, on_event=on_event,
                  counter=tokens or counter(settings, config, secrets),
                  spend=Spend(pricing(settings, model), settings.limits, account=account,

@@ -26,7 +26,7 @@ from ._inputs import piped_prompt
 from ._title import show_running_tools
 from .confirm_prompt import choose_confirm
 from .display import Display
-from .slash import ExitChat, run_slash
+from .slash import ExitChat, attach_dropped, is_command, run_slash
 from .visible import visible_text
 
 
@@ -117,9 +117,10 @@ def interactive(agent: Agent, display: Display, config: Config) -> None:
         if not line:
             continue
         try:
-            if line.startswith("/"):
+            if is_command(line, agent):
                 run_slash(line, agent, display)
             else:
+                attach_dropped(line, agent, display)
                 agent.send(line)
         except ExitChat:
             return

@@ -1,13 +1,16 @@
-"""Slash commands in the chat: /help, /tools, /undo, /rewind, /log, /exit and tools' own
-commands."""
+"""Slash commands in the chat: /help, /tools, /undo, /rewind, /log, /image, /exit and tools'
+own commands; and images attached by a path dropped into the prompt."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..agent import Agent
 from ..agent.stats import collect
+from ..images import is_image_file, load, scratch_folder
 from ._rewind import conversation_turns, edited_question, go_back, turn_lines
 from ._tools_cmd import server_lines
 from .display import Display
@@ -139,6 +142,71 @@ def _mcp(agent: Agent, display: Display, arg: str) -> None:
         display.console.print(visible_text(line))
 
 
+def _image(agent: Agent, display: Display, arg: str) -> None:
+    path = _image_path(_unquoted(arg), agent.session.workspace) if arg else None
+    if path is None:
+        display.console.print(visible_text(
+            f"{'No image at ' + arg + '. ' if arg else ''}/image PATH attaches a png, jpeg, "
+            "gif or webp file to your next message."))
+        return
+    _attach(agent, display, path)
+
+
+def _unquoted(text: str) -> str:
+    """A path as a terminal drops it: in quotes, or with its spaces escaped."""
+    text = text.strip()
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text.replace("\\ ", " ")
+
+
+def _image_path(given: str, workspace: Path) -> Path | None:
+    """The image file ``given`` names (relative: to the current folder, else the
+    workspace), or None."""
+    path = Path(given).expanduser()
+    for found in ((path,) if path.is_absolute() else (Path.cwd() / path, workspace / path)):
+        if is_image_file(found):
+            return found
+    return None
+
+
+def _attach(agent: Agent, display: Display, path: Path) -> None:
+    try:
+        image = load(path, scratch_folder())
+    except (OSError, ValueError) as err:
+        display.console.print(visible_text(f"Not attached: {err}", "red"))
+        return
+    agent.attachments.append(image)
+    note = "" if agent.settings.vision else " (this model takes no images: it gets a note)"
+    display.console.print(visible_text(
+        f"Attached {path} ({image.width}×{image.height}) to your next message{note}."))  # noqa: RUF001
+
+
+def is_command(line: str, agent: Agent) -> bool:
+    """Whether ``line`` is a slash command, not a prompt that starts with an image's
+    absolute path (a file dropped into the terminal)."""
+    first = line.split(maxsplit=1)[0] if line.strip() else ""
+    return line.startswith("/") and _image_path(
+        _unquoted(line), agent.session.workspace) is None and _image_path(
+        first, agent.session.workspace) is None
+
+
+def attach_dropped(line: str, agent: Agent, display: Display) -> None:
+    """Attach the images a prompt names: the whole prompt, or a word of it, that is the path
+    of an image file (as dragging a file into a terminal types it)."""
+    try:
+        words = shlex.split(line)
+    except ValueError:  # an unpaired quote: a prompt, not a command line
+        words = line.split()
+    found: dict[Path, None] = {}
+    for word in (_unquoted(line), *words):
+        path = _image_path(word, agent.session.workspace) if word else None
+        if path is not None:
+            found[path.resolve()] = None
+    for path in found:
+        _attach(agent, display, path)
+
+
 def _exit(agent: Agent, display: Display, arg: str) -> None:
     raise ExitChat
 
@@ -151,6 +219,7 @@ COMMANDS: dict[str, Slash] = {
     "log": Slash("show the conversation so far", _log),
     "mcp": Slash("the MCP servers and their state", _mcp),
     "usage": Slash("tools' failures and durations, tokens and cost so far", _usage),
+    "image": Slash("attach an image file to your next message (or drop its path in)", _image),
     "compact": Slash("replace all but the latest exchange by the model's summary", _compact),
     "exit": Slash("leave the chat (also /quit, Ctrl-D)", _exit),
     "quit": Slash("leave the chat", _exit),

@@ -11,7 +11,8 @@ from anthropic.types import RawMessageStreamEvent
 
 from ..accounting.checks import count_of
 from ..accounting.tokens import Tally
-from ..message import Usage
+from ..images import ANTHROPIC_SIDE, encoded
+from ..message import Message, Usage
 from ..tools.spec import api_name
 from ._sdk import Sdk, SdkProvider
 from .base import (
@@ -21,8 +22,10 @@ from .base import (
     TextDelta,
     end_of_stream,
     sampling_options,
+    shown_images,
     tool_result_text,
     turns,
+    with_image_notes,
 )
 
 
@@ -53,12 +56,26 @@ def to_anthropic_messages(request: ChatRequest) -> list[dict[str, Any]]:
                                   "name": api_name(call.name), "input": dict(call.arguments)})
         elif kind == "native_result":
             add("user", {"type": "tool_result", "tool_use_id": message.call_id,
-                         "content": message.content})
-        elif kind == "tool_result":
-            add("user", {"type": "text", "text": tool_result_text(message)})
+                         "content": _content(message.content, message, request.vision)})
         else:
-            add("user", {"type": "text", "text": message.content})
+            text = tool_result_text(message) if kind == "tool_result" else message.content
+            for block in _blocks(text, message, request.vision):
+                add("user", block)
     return out
+
+
+def _blocks(text: str, message: Message, vision: bool) -> list[dict[str, Any]]:
+    """A text block, and an image block for each image sent (a note for any other)."""
+    return [{"type": "text", "text": with_image_notes(text, message, vision)},
+            *({"type": "image", "source": {"type": "base64", "media_type": image.media_type,
+                                           "data": encoded(image, ANTHROPIC_SIDE)}}
+              for image in shown_images(message, vision))]
+
+
+def _content(text: str, message: Message, vision: bool) -> str | list[dict[str, Any]]:
+    """A tool result's content: its text, or its text and image blocks."""
+    return _blocks(text, message, vision) if shown_images(
+        message, vision) else with_image_notes(text, message, vision)
 
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}

@@ -10,7 +10,8 @@ import openai
 
 from ..accounting.checks import count_of
 from ..accounting.tokens import Tally
-from ..message import TokenLogprob, Unencodable, Usage
+from ..images import OPENAI_SIDE, encoded
+from ..message import ImageRef, Message, TokenLogprob, Unencodable, Usage
 from ..tools.spec import api_name
 from ._sdk import Sdk, SdkProvider
 from .base import (
@@ -21,8 +22,10 @@ from .base import (
     TextDelta,
     end_of_stream,
     sampling_options,
+    shown_images,
     tool_result_text,
     turns,
+    with_image_notes,
 )
 
 DESCRIPTION_LIMIT = 1024
@@ -43,10 +46,15 @@ def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
 
     Results of native calls become ``tool`` messages after the assistant message that made
     the calls; other system messages become marked user turns, since many servers reject
-    system messages after the first.
+    system messages after the first. A ``tool`` message holds no image, so the images of
+    native results follow the run of ``tool`` messages in a user message of their own.
     """
     out: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
+    held: list[dict[str, Any]] = []
     for kind, message in turns(request.messages):
+        if kind != "native_result" and held:
+            out.append({"role": "user", "content": held})
+            held = []
         if kind == "assistant":
             entry: dict[str, Any] = {"role": "assistant", "content": message.content or None}
             if calls := message.native_calls:
@@ -58,12 +66,29 @@ def to_openai_messages(request: ChatRequest) -> list[dict[str, Any]]:
             out.append(entry)
         elif kind == "native_result":
             out.append({"role": "tool", "tool_call_id": message.call_id,
-                        "content": message.content})
-        elif kind == "tool_result":
-            out.append({"role": "user", "content": tool_result_text(message)})
+                        "content": with_image_notes(message.content, message, request.vision)})
+            if shown := shown_images(message, request.vision):
+                held += [{"type": "text", "text": f"[the images of call {message.call_id}]"},
+                         *map(_image_part, shown)]
         else:
-            out.append({"role": "user", "content": message.content})
+            text = tool_result_text(message) if kind == "tool_result" else message.content
+            out.append({"role": "user", "content": _content(text, message, request.vision)})
+    if held:
+        out.append({"role": "user", "content": held})
     return out
+
+
+def _content(text: str, message: Message, vision: bool) -> str | list[dict[str, Any]]:
+    """A user turn's content: its text, or its text and images as parts."""
+    text = with_image_notes(text, message, vision)
+    if not (shown := shown_images(message, vision)):
+        return text
+    return [{"type": "text", "text": text}, *map(_image_part, shown)]
+
+
+def _image_part(image: ImageRef) -> dict[str, Any]:
+    data = encoded(image, OPENAI_SIDE)
+    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{data}"}}
 
 
 def _usage(usage: Mapping[str, Any]) -> Usage | None:

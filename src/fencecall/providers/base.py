@@ -6,13 +6,15 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeGuard, TypeVar
 
 from ..accounting.checks import ReplyBounds
 from ..accounting.tokens import Bytes, Tally, request_tokens
 from ..config import Sampling
 from ..defaults import MAX_TOKENS
-from ..message import Message, TokenLogprob, Unencodable, Usage
+from ..images import described, messages_image_tokens
+from ..message import ImageRef, Message, TokenLogprob, Unencodable, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,8 @@ class ChatRequest:
     """The output tokens the run's budgets leave the reply, by fencecall's count (None: no
     budget holds): its stream is cut there, as past ``max_tokens``, whatever the server
     does (see :func:`read_stream`)."""
+    vision: bool = True
+    """The model takes images; else each image is sent as a note saying what it was."""
 
 
 class ProviderError(RuntimeError):
@@ -234,7 +238,7 @@ class _Watch:
         self.bounds = ReplyBounds(
             request.max_tokens, request.output_room,
             lambda: request_tokens(Bytes(), request.system, wire_texts(request.messages),
-                                   request.tools))
+                                   request.tools) + messages_image_tokens(request.messages))
         self.taken = taken
         self.cut: str | None = None
 
@@ -329,6 +333,20 @@ def wire_texts(messages: Iterable[Message]) -> list[str]:
             texts.append(message.content + "".join(json.dumps(dict(call.arguments))
                                                    for call in message.native_calls))
     return texts
+
+
+def shown_images(message: Message, vision: bool) -> tuple[ImageRef, ...]:
+    """The images of ``message`` sent as images: none to a model that takes none, and none
+    whose kept file is gone (a log's folder pruned by hand), which would fail every request."""
+    return tuple(image for image in message.images if vision and Path(image.path).is_file())
+
+
+def with_image_notes(text: str, message: Message, vision: bool) -> str:
+    """``text``, followed by a note for each image of ``message`` not sent as one
+    (:func:`~fencecall.images.described`)."""
+    shown = shown_images(message, vision)
+    notes = [described(image, gone=vision) for image in message.images if image not in shown]
+    return "\n".join([text, *notes])
 
 
 def tool_result_text(message: Message) -> str:

@@ -1,4 +1,5 @@
-"""The read tool: show text files with line numbers, in bounded pieces."""
+"""The read tool: show text files with line numbers, in bounded pieces, and image files as
+images."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import stat
 from pathlib import Path
 
 from ...errors import ToolError
-from ...message import Message, system
+from ...images import keep, media_type, scratch_folder
+from ...message import ImageRef, Message, system
 from ...parsing import UnrepresentableCall
 from .._parameters import Parameter
 from ..runtime.file_io import decode, encode, is_binary, open_existing, printable, read_fd
@@ -22,6 +24,9 @@ MAX_LINE_CHARS = 2_000
 """Longer lines are cut in the middle: one minified 9 MB line must not reach a model whole."""
 MAX_CHARS = 60_000
 """What one call returns at most; the rest is offered with a call that reads on."""
+
+Read = tuple[str, tuple[ImageRef, ...]]
+"""What reading one file gives: the text the result shows, and the images it shows."""
 
 
 def _validated_range(start: int | None, end: int | None) -> tuple[int, int | None]:
@@ -67,8 +72,25 @@ def _contents(place: Place, name: str) -> tuple[bytes, int]:
     return read_fd(fd, MAX_BYTES), info.st_size
 
 
+def _image(name: str, data: bytes) -> Read:
+    """An image file as an image the model sees (a model without vision gets a note)."""
+    try:
+        image = keep(data, scratch_folder(), name)
+    except ValueError as err:
+        raise ToolError(f"read: {err}") from err
+    return (f"{name}: an image ({image.media_type}, "
+            f"{image.width}×{image.height} pixels)", (image,))  # noqa: RUF001
+
+
 def read_one(invocation: ToolInvocation, given: str, start: int | None,
-             end: int | None) -> str:
+             end: int | None) -> Read:
+    """One file's text (or image) as the result shows it."""
+    text = _read_text(invocation, given, start, end)
+    return text if isinstance(text, tuple) else (text, ())
+
+
+def _read_text(invocation: ToolInvocation, given: str, start: int | None,
+               end: int | None) -> str | Read:
     roots = invocation.context.readable_roots
     first, last_asked = _validated_range(start, end)
     try:
@@ -80,6 +102,8 @@ def read_one(invocation: ToolInvocation, given: str, start: int | None,
                 data = encode(editor.read(place.path))
     except (ValueError, OSError) as err:  # OutsideWorkspace among them
         raise ToolError(f"read: {err}") from err
+    if media_type(data) is not None:
+        return _image(name, data)
     if is_binary(data):
         return f"read: {name} is a binary file ({size} bytes); not shown."
     lines = printable(decode(data)).splitlines()
@@ -161,19 +185,24 @@ def requested_paths(invocation: ToolInvocation) -> list[str]:
 def execute_read(invocation: ToolInvocation) -> Message:
     requests = _requests(invocation)
     if len(requests) == 1:
-        return system(read_one(invocation, *requests[0]))
-    parts = []
+        text, images = read_one(invocation, *requests[0])
+        return system(text, images=images)
+    parts: list[str] = []
+    found: list[ImageRef] = []
     for path, start, end in requests:
         try:
-            parts.append(read_one(invocation, path, start, end))
+            text, images = read_one(invocation, path, start, end)
         except ToolError as err:
-            parts.append(str(err))
-    return system("\n\n".join(parts))
+            text, images = str(err), ()
+        parts.append(text)
+        found += images
+    return system("\n\n".join(parts), images=tuple(found))
 
 
 tool = ToolSpec(
     name="read",
-    desc="Show text files with line numbers, optionally only lines START to END.",
+    desc="Show text files with line numbers, optionally only lines START to END; image "
+         "files (png, jpeg, gif, webp) as images.",
     instructions="Several paths (separated by spaces, or one per line) read each file in "
                  "turn. Long files come in pieces; the result says how to read on.",
     instructions_format={"markdown": (
