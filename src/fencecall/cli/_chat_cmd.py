@@ -70,7 +70,9 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     console = Console(highlight=False)
     display = Display(console)
     piped = None if args.prompt or sys.stdin.isatty() else piped_prompt(resuming=bool(args.resume))
-    agent = build_agent(args, config, Frontend(choose_confirm(console, yes=args.yes), display))
+    agent = build_agent(args, config, Frontend(display.asking(choose_confirm(console,
+                                                                          yes=args.yes)),
+                                               display))
     outcome = Outcome.DONE
     try:
         if args.prompt:
@@ -102,6 +104,8 @@ def interactive(agent: Agent, display: Display, config: Config) -> None:
     prompt: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
     console = display.console
     show_running_tools(agent.session.hooks, console)
+    display.lively, display.price = True, agent.billing.spend.pricing.cost
+    display.watch(agent.session.hooks)
     console.print(f"fencecall: conversation [bold]{agent.conversation.name}[/], model "
                   f"{agent.model}, tools: {', '.join(agent.session.toolchain.names())}. "
                   "/help for commands, Ctrl-D to leave.")
@@ -120,10 +124,19 @@ def interactive(agent: Agent, display: Display, config: Config) -> None:
             if line.startswith("/"):
                 run_slash(line, agent, display)
             else:
-                agent.send(line)
+                _send(agent, display, line)
         except ExitChat:
             return
         except ProviderError as err:
             console.print(visible_text(str(err), "red"))
         except KeyboardInterrupt:
             console.print("[yellow]Interrupted.[/]")
+
+
+def _send(agent: Agent, display: Display, line: str) -> None:
+    """Send ``line``, the status line showing until the reply streams."""
+    display.turn()
+    try:
+        agent.send(line)
+    finally:
+        display.idle()

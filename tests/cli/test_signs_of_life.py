@@ -1,0 +1,112 @@
+"""The chat shows it is alive and shows a reply once: the real CLI in a real terminal (tmux),
+its screen and scrollback read back with ``tmux capture-pane``.
+
+A status line (spinner, seconds) shows while the model thinks and goes when the reply
+streams; a dim line after each reply gives its tokens; a long streamed reply leaves each of
+its lines once in the scrollback, however short the terminal; Ctrl-C leaves the partial reply
+once, marked as cut.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from ..fakeserver import FakeModelServer, Reply
+from .conftest import cli_env
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
+                                reason="tmux is not installed: the terminal tests need it")
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+class Pane:
+    """One tmux server of its own (a private socket) running the chat in one pane."""
+
+    def __init__(self, folder: Path, width: int, height: int):
+        self.name = f"fencecall-life-{uuid.uuid4().hex[:12]}"
+        self.folder, self.width, self.height = folder, width, height
+
+    def tmux(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k != "TMUX"}
+        return subprocess.run(["tmux", "-L", self.name, "-f", os.devnull, *args],
+                              capture_output=True, text=True, timeout=10, env=env)
+
+    def start(self, url: str, home: Path, *flags: str) -> None:
+        env = cli_env(home, url, TERM="xterm-256color", NO_COLOR="1", PROMPT_TOOLKIT_NO_CPR="1",
+                      PYTHONPATH=SRC)
+        argv = [sys.executable, "-m", "fencecall.cli.main", "--model", "local/m", *flags]
+        script = self.folder / f"run-{uuid.uuid4().hex[:8]}.sh"
+        exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()
+                          if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k))
+        script.write_text(f"{exports}{shlex.join(argv)}\necho \"[exited $?]\"\nsleep 30\n")
+        started = self.tmux("new-session", "-d", "-s", "life", "-x", str(self.width), "-y",
+                            str(self.height), f"bash {shlex.quote(str(script))}")
+        assert started.returncode == 0, started.stderr
+
+    def screen(self) -> str:
+        """What the pane shows now."""
+        return self.tmux("capture-pane", "-p", "-t", "life").stdout
+
+    def scrollback(self) -> str:
+        """The scrollback and the screen, wrapped lines joined."""
+        return self.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "life").stdout
+
+    def wait_for(self, pattern: str, *, within: float = 20, whole: bool = True) -> str:
+        """Poll until ``pattern`` (a regex) shows (in the scrollback, or on the screen)."""
+        deadline = time.monotonic() + within
+        while True:
+            shown = self.scrollback() if whole else self.screen()
+            if re.search(pattern, shown):
+                return shown
+            if time.monotonic() > deadline:
+                pytest.fail(f"{pattern!r} did not show within {within:g} s:\n{shown}")
+            time.sleep(0.05)
+
+    def send(self, *keys: str) -> None:
+        self.tmux("send-keys", "-t", "life", *keys)
+
+    def close(self) -> None:
+        socket = self.tmux("display-message", "-p", "#{socket_path}").stdout.strip()
+        self.tmux("kill-server")
+        if socket.endswith(self.name):
+            Path(socket).unlink(missing_ok=True)
+
+
+@contextmanager
+def pane(folder: Path, width: int = 100, height: int = 24) -> Iterator[Pane]:
+    tmux = Pane(folder, width, height)
+    try:
+        yield tmux
+    finally:
+        tmux.close()
+
+
+def test_a_status_line_shows_while_the_model_thinks_then_the_reply_and_its_tokens(
+        tmp_path: Path, workspace: Path) -> None:
+    reply = Reply("The answer is forty-two.", latency=3, usage=(1234, 56))
+    with FakeModelServer([reply]) as server, pane(tmp_path) as tmux:
+        tmux.start(server.openai_url, tmp_path, "-w", str(workspace))
+        tmux.wait_for("Ctrl-D to leave")
+        tmux.send("what is the answer?", "Enter")
+        thinking = tmux.wait_for(r"Thinking… [12] s", whole=False, within=3)
+        assert "forty-two" not in thinking
+        after = tmux.wait_for(r"1,234 in · 56 out tokens")
+        tmux.send("/exit", "Enter")
+        tmux.wait_for(r"\[exited 0\]")
+        final = tmux.scrollback()
+    assert "The answer is forty-two." in after
+    assert "Thinking" not in final  # gone once the reply came, not left in the scrollback
+    assert final.index("forty-two") < final.index("1,234 in")
