@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from fencecall.cli.display import settled
+
 from ..fakeserver import FakeModelServer, Reply
 from .conftest import cli_env
 
@@ -110,3 +112,63 @@ def test_a_status_line_shows_while_the_model_thinks_then_the_reply_and_its_token
     assert "The answer is forty-two." in after
     assert "Thinking" not in final  # gone once the reply came, not left in the scrollback
     assert final.index("forty-two") < final.index("1,234 in")
+
+
+def long_reply() -> str:
+    """A heading, then 120 numbered lines: paragraphs, a tight list, a code block."""
+    paragraphs = [f"Paragraph line {n:03d}." for n in range(1, 41)]
+    items = [f"- list line {n:03d}" for n in range(41, 81)]
+    code = [f"code line {n:03d}" for n in range(81, 121)]
+    return ("# The Heading Of The Reply\n\n" + "\n\n".join(paragraphs) + "\n\n"
+            + "\n".join(items) + "\n\n```\n" + "\n".join(code) + "\n```\n\nThe end.\n")
+
+
+def test_a_long_streamed_reply_leaves_each_line_once_in_the_scrollback(
+        tmp_path: Path, workspace: Path) -> None:
+    reply = Reply(long_reply(), chunk_size=9, delay=0.003)
+    with FakeModelServer([reply]) as server, pane(tmp_path, height=24) as tmux:
+        tmux.start(server.openai_url, tmp_path, "-w", str(workspace))
+        tmux.wait_for("Ctrl-D to leave")
+        tmux.send("write a lot", "Enter")
+        tmux.wait_for(r"The end\.", within=60)
+        tmux.send("/exit", "Enter")
+        tmux.wait_for(r"\[exited 0\]")
+        shown = tmux.scrollback()
+    assert shown.count("The Heading Of The Reply") == 1, shown
+    for n in range(1, 121):
+        assert len(re.findall(rf"line {n:03d}\b", shown)) == 1, (n, shown)
+    assert shown.count("The end.") == 1
+    assert shown.index("line 001") < shown.index("line 060") < shown.index("line 120")
+
+
+def test_ctrl_c_leaves_the_partial_reply_once_marked_as_cut(tmp_path: Path,
+                                                            workspace: Path) -> None:
+    text = "First line of a slow reply.\n\nThen a second paragraph that goes on and on " * 3
+    reply = Reply(text, chunk_size=3, delay=0.15)
+    with FakeModelServer([reply, Reply("Fine.")]) as server, pane(tmp_path) as tmux:
+        tmux.start(server.openai_url, tmp_path, "-w", str(workspace))
+        tmux.wait_for("Ctrl-D to leave")
+        tmux.send("go slowly", "Enter")
+        tmux.wait_for(r"second paragraph that")
+        tmux.send("C-c")
+        tmux.wait_for(r"\[interrupted by the user\]")
+        tmux.send("and now?", "Enter")
+        tmux.wait_for("Fine.")
+        tmux.send("/exit", "Enter")
+        tmux.wait_for(r"\[exited 0\]")
+        shown = tmux.scrollback()
+    assert shown.count("First line of a slow reply.") == 1, shown
+    cut = shown.index("[interrupted by the user]")
+    assert shown.index("second paragraph that") < cut < shown.index("Fine.")
+    assert server.requests[1].body["messages"][-2]["content"].endswith(
+        "[interrupted by the user]")
+
+
+def test_only_blocks_a_blank_line_ends_outside_a_code_fence_are_settled() -> None:
+    assert settled("# Head\n\nPara") == len("# Head\n\n")
+    assert settled("one\ntwo") == 0
+    fenced = "Intro.\n\n```py\na = 1\n\nb = 2\n"
+    assert settled(fenced) == len("Intro.\n\n")  # the blank line inside the fence is not
+    closed = fenced + "```\n\nAfter"
+    assert settled(closed) == len(closed) - len("After")
+    assert settled("~~~~\nx\n~~~\n\ny\n~~~~\n\nz") == len("~~~~\nx\n~~~\n\ny\n~~~~\n\n")
