@@ -21,6 +21,7 @@ from ..agent.conversation import PRIVATE_FILE, private_folder
 from ..config import Config, load_config
 from ..message import Outcome
 from ..providers import ProviderError
+from ..tools.builtin.jobs import listing
 from ._agent_from_flags import Frontend, build_agent, settle_resume
 from ._inputs import piped_prompt
 from ._title import show_running_tools
@@ -117,7 +118,9 @@ def interactive(agent: Agent, display: Display, config: Config) -> None:
         except KeyboardInterrupt:
             continue
         except EOFError:
-            return
+            if _may_leave(agent, console):
+                return
+            continue
         if not line:
             continue
         try:
@@ -126,7 +129,8 @@ def interactive(agent: Agent, display: Display, config: Config) -> None:
             else:
                 _send(agent, display, line)
         except ExitChat:
-            return
+            if _may_leave(agent, console):
+                return
         except ProviderError as err:
             console.print(visible_text(str(err), "red"))
         except KeyboardInterrupt:
@@ -140,3 +144,18 @@ def _send(agent: Agent, display: Display, line: str) -> None:
         agent.send(line)
     finally:
         display.idle()
+
+
+def _may_leave(agent: Agent, console: Console) -> bool:
+    """Whether the chat may end: leaving stops the running background jobs, so they are
+    listed and the person asked (no: the chat goes on)."""
+    running = agent.session.running_jobs()
+    if not running:
+        return True
+    console.print(visible_text(listing(running)))
+    try:
+        answer = console.input(f"Leaving stops {'it' if len(running) == 1 else 'them'}. "
+                               "Stop and leave? \\[y/N] ")
+    except EOFError:
+        return True  # no one left to answer
+    return answer.strip().lower() in ("y", "yes")
