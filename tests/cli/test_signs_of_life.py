@@ -26,6 +26,7 @@ import pytest
 from fencecall.cli.display import settled
 
 from ..fakeserver import FakeModelServer, Reply
+from ..support import F
 from .conftest import cli_env
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
@@ -112,6 +113,21 @@ def test_a_status_line_shows_while_the_model_thinks_then_the_reply_and_its_token
     assert "The answer is forty-two." in after
     assert "Thinking" not in final  # gone once the reply came, not left in the scrollback
     assert final.index("forty-two") < final.index("1,234 in")
+
+
+def test_the_status_line_shows_while_a_call_runs(tmp_path: Path, workspace: Path) -> None:
+    replies = [Reply(f"Waiting.\n{F}shell\nsleep 3; echo $((40000 + 2345))\n{F}\n"), Reply("Done.")]
+    with FakeModelServer(replies) as server, pane(tmp_path) as tmux:
+        tmux.start(server.openai_url, tmp_path, "-y", "--sandbox", "off", "-w", str(workspace))
+        tmux.wait_for("Ctrl-D to leave")
+        tmux.send("sleep a bit", "Enter")
+        running = tmux.wait_for(r"Running shell… [12] s", whole=False)
+        assert "42345" not in running
+        tmux.wait_for("Done.")
+        tmux.send("/exit", "Enter")
+        tmux.wait_for(r"\[exited 0\]")
+        final = tmux.scrollback()
+    assert "Running shell" not in final and "42345" in final
 
 
 def long_reply() -> str:
