@@ -100,13 +100,16 @@ def pane(folder: Path, width: int = 100, height: int = 24) -> Iterator[Pane]:
 def test_a_status_line_shows_while_the_model_thinks_then_the_reply_and_its_tokens(
         tmp_path: Path, workspace: Path) -> None:
     reply = Reply("The answer is forty-two.", latency=3, usage=(1234, 56))
+    config = tmp_path / "config" / "fencecall" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[models."local/m"]\nprice = {input = 1000, output = 2000}\n')
     with FakeModelServer([reply]) as server, pane(tmp_path) as tmux:
         tmux.start(server.openai_url, tmp_path, "-w", str(workspace))
         tmux.wait_for("Ctrl-D to leave")
         tmux.send("what is the answer?", "Enter")
         thinking = tmux.wait_for(r"Thinking… [12] s", whole=False, within=3)
         assert "forty-two" not in thinking
-        after = tmux.wait_for(r"1,234 in · 56 out tokens")
+        after = tmux.wait_for(r"1,234 in · 56 out tokens · \$1\.3460")  # priced as configured
         tmux.send("/exit", "Enter")
         tmux.wait_for(r"\[exited 0\]")
         final = tmux.scrollback()
