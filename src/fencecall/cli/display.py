@@ -136,7 +136,8 @@ class Display:
         self._live: Live | None = None
         self._region = _Region()
         self._parts: list[str] = []
-        self._printed = 0
+        self._printed = False
+        """Whether a block of the reply was printed (the next one is set apart)."""
         self._tokens = 0
         """The tokens of this turn's replies so far."""
 
@@ -210,33 +211,33 @@ class Display:
             self.console.file.flush()
             return
         self._region.working = None
-        reply = "".join(self._parts)
-        done = self._printed + settled(reply[self._printed:])
-        self._region.tail = reply[done:]
+        tail = self._region.tail + text
+        done = settled(tail)
+        self._region.tail = tail[done:]
         self._show()
-        self._print(reply[self._printed:done])
-        self._printed = done
+        self._print(tail[:done])
 
     def _print(self, blocks: str) -> None:
         """Print complete blocks of the reply for good (above the live region)."""
         if blocks.strip():
-            if "".join(self._parts)[:self._printed].strip():
+            if self._printed:
                 self.console.print()  # the blank line markdown puts between blocks
             self.console.print(HonestMarkdown(blocks))
+            self._printed = True
 
     def _reply_done(self, message: Message | None) -> None:
-        reply = "".join(self._parts)
-        self._region.tail = ""
+        tail, self._region.tail = self._region.tail, ""
         self.idle()
+        reply = "".join(self._parts)
         if self.console.is_terminal:
-            self._print(reply[self._printed:])
+            self._print(tail)
         elif reply and not reply.endswith("\n"):
             self.console.file.write("\n")
         if message is not None and message.content.startswith(reply):
             cut = message.content[len(reply):].strip()  # "[interrupted by the user]"
             if cut:
                 self.console.print(visible_text(cut, "yellow"))
-        self._parts, self._printed = [], 0
+        self._parts, self._printed = [], False
         if message is not None and message.reply is not None:
             self._spent(message.reply.usage)
 
