@@ -191,3 +191,21 @@ def test_only_blocks_a_blank_line_ends_outside_a_code_fence_are_settled() -> Non
     closed = fenced + "```\n\nAfter"
     assert settled(closed) == len(closed) - len("After")
     assert settled("~~~~\nx\n~~~\n\ny\n~~~~\n\nz") == len("~~~~\nx\n~~~\n\ny\n~~~~\n\n")
+
+
+def test_ctrl_c_while_the_model_thinks_ends_the_status_line_with_the_mark(
+        tmp_path: Path, workspace: Path) -> None:
+    with FakeModelServer([Reply("Too late.", latency=20), Reply("Fine.")]) as server, \
+            pane(tmp_path) as tmux:
+        tmux.start(server.openai_url, tmp_path, "-w", str(workspace))
+        tmux.wait_for("Ctrl-D to leave")
+        tmux.send("think hard", "Enter")
+        tmux.wait_for(r"Thinking… \d+ s", whole=False)
+        tmux.send("C-c")
+        tmux.wait_for(r"\[interrupted by the user\]")
+        tmux.send("and now?", "Enter")
+        tmux.wait_for("Fine.")
+        tmux.send("/exit", "Enter")
+        tmux.wait_for(r"\[exited 0\]")
+        shown = tmux.scrollback()
+    assert "Thinking" not in shown and "Too late." not in shown
