@@ -162,7 +162,7 @@ def test_a_long_streamed_reply_leaves_each_line_once_in_the_scrollback(
 
 def test_ctrl_c_leaves_the_partial_reply_once_marked_as_cut(tmp_path: Path,
                                                             workspace: Path) -> None:
-    text = "First line of a slow reply.\n\nThen a second paragraph that goes on and on " * 3
+    text = "First line of a slow reply.\n\nThen a second paragraph that goes on" + " and on" * 40
     reply = Reply(text, chunk_size=3, delay=0.15)
     with FakeModelServer([reply, Reply("Fine.")]) as server, pane(tmp_path) as tmux:
         tmux.start(server.openai_url, tmp_path, "-w", str(workspace))
