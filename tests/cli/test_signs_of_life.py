@@ -177,6 +177,7 @@ def test_ctrl_c_leaves_the_partial_reply_once_marked_as_cut(tmp_path: Path,
         tmux.wait_for(r"\[exited 0\]")
         shown = tmux.scrollback()
     assert shown.count("First line of a slow reply.") == 1, shown
+    assert shown.count("Then a second paragraph") == 1, shown  # the live end, erased once
     cut = shown.index("[interrupted by the user]")
     assert shown.index("second paragraph that") < cut < shown.index("Fine.")
     assert server.requests[1].body["messages"][-2]["content"].endswith(

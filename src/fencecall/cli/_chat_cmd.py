@@ -12,6 +12,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 
@@ -141,9 +143,32 @@ def _send(agent: Agent, display: Display, line: str) -> None:
     """Send ``line``, the status line showing until the reply streams."""
     display.turn()
     try:
-        agent.send(line)
+        with _output_kept_on_interrupt():
+            agent.send(line)
     finally:
         display.idle()
+
+
+@contextmanager
+def _output_kept_on_interrupt() -> Iterator[None]:
+    """The terminal as the reply streams: Ctrl-C neither discards output on its way (a
+    repaint of the live region cut in half leaves copies of its lines) nor echoes ``^C``
+    into it."""
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (ImportError, OSError, ValueError):  # not a terminal (or not a POSIX one)
+        yield
+        return
+    steady = list(saved)
+    steady[3] = (steady[3] | termios.NOFLSH) & ~termios.ECHOCTL
+    termios.tcsetattr(fd, termios.TCSANOW, steady)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
 def _may_leave(agent: Agent, console: Console) -> bool:
