@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from fencecall.agent.stats import collect
-from fencecall.message import CallRecord, Message, ReplyRecord, Status, Usage
+from fencecall.agent.stats import collect, jobs_left_running
+from fencecall.message import CallRecord, JobEnded, Message, ReplyRecord, Status, Usage, system
 
 
 def result(tool: str, outcome: str, duration: float) -> Message:
@@ -51,3 +51,13 @@ def test_a_command_that_exited_non_zero_is_a_failure() -> None:
     shell = [Message("system", "…", tool="shell", call=CallRecord("shell", None, 0.1, None, code))
              for code in (0, 2, None, 1)]
     assert collect([shell]).tools["shell"].failures == 2
+
+
+def test_jobs_left_running_are_those_started_and_never_heard_to_end() -> None:
+    log = [system("started", tool="shell", job=1), system("started", tool="shell", job=2),
+           system("started", tool="shell", job=3), system("started", tool="shell", job=4),
+           system("Job 2 is still running.", tool="jobs", job=2, job_state="running"),
+           system("Job 3 ended.", tool="jobs", job=3, job_state="ended"),
+           system("Background job 4 was stopped.", note=JobEnded(4, "stopped"))]
+    assert jobs_left_running(log) == [1, 2]
+    assert jobs_left_running([]) == []

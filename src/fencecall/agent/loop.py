@@ -48,6 +48,7 @@ from ..tools.builtin.complete import NAME as COMPLETE
 from ..tools.builtin.complete import how_to_finish
 from ..tools.builtin.jobs import LOG_FOLDER as JOBS
 from ..tools.builtin.jobs import ended_notice as job_ended
+from ..tools.builtin.jobs import left_notice
 from ..tools.hook_points import PROMPT_SUBMIT, RUN_STOP, RunStop, UserPrompt
 from ._context import Compactor, view
 from ._events import CallsFound, EventSink, Retrying, StepLimit, ToolResult
@@ -60,6 +61,7 @@ from ._steps import Ask, Blocking, Effect, Pause, Steps, adrive, drive
 from ._turn_hooks import STOP_CONTINUES, not_sent, patience_ends, stop_reason
 from .conversation import Conversation
 from .offload import in_thread
+from .stats import jobs_left_running
 
 T = TypeVar("T")
 CHECKPOINTS = "checkpoints"
@@ -141,6 +143,10 @@ class Agent:
             max(int(window.size * settings.result_share), 1), self.billing.counter, folder,
             session.allow_reading, self.format)
         """Saves the results too big for their share of the window (None: no window)."""
+        running = {job.id for job in session.running_jobs()}
+        self._left_jobs = [job for job in jobs_left_running(self.conversation.messages)
+                           if job not in running]
+        """Jobs an earlier run of the conversation left running (stopped as it ended)."""
         session.serve_agent(  # the files hold what tools printed, not their cut
             output_limit=SAVED_OUTPUT_LIMIT if window is not None else 0,
             jobs_folder=None if folder is None else folder / JOBS, deadline=spend.deadline,
@@ -205,7 +211,11 @@ class Agent:
             self.session.checkpoints.end_turn()
 
     def _tell_job_ends(self) -> None:
-        """One line for each background job that ended since the model last heard of it."""
+        """One line for each background job that ended since the model last heard of it
+        (first those an earlier run of the conversation stopped as it ended)."""
+        for left in self._left_jobs:
+            self._record(system(left_notice(left), note=JobEnded(left, "stopped")))
+        self._left_jobs = []
         for job in self.session.job_notices():
             self._record(system(job_ended(job), note=JobEnded(job.id, job.state)))
 

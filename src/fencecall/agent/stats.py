@@ -113,6 +113,16 @@ def collect(conversations: Iterable[Sequence[Message]],
     return stats
 
 
+def jobs_left_running(messages: Iterable[Message]) -> list[int]:
+    """The jobs a log shows started and never heard to end. In a conversation resumed by
+    another run none of them runs: they were stopped when the earlier run ended."""
+    started: set[int] = set()
+    fates: dict[int, str] = {}
+    for message in messages:
+        _follow_jobs(message, started, fates)
+    return sorted(job for job in started if fates.get(job, "running") == "running")
+
+
 def _follow_jobs(message: Message, started: set[int], fates: dict[int, str]) -> None:
     """Note a job the message started (a shell result's ``job``) or the end it reports (a
     jobs result's or an end notice's ``job_state``)."""

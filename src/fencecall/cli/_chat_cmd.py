@@ -12,6 +12,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 
@@ -21,6 +23,7 @@ from ..agent.conversation import PRIVATE_FILE, private_folder
 from ..config import Config, load_config
 from ..message import Outcome
 from ..providers import ProviderError
+from ..tools.builtin.jobs import listing
 from ._agent_from_flags import Frontend, build_agent, settle_resume
 from ._inputs import piped_prompt
 from ._title import show_running_tools
@@ -70,7 +73,9 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     console = Console(highlight=False)
     display = Display(console)
     piped = None if args.prompt or sys.stdin.isatty() else piped_prompt(resuming=bool(args.resume))
-    agent = build_agent(args, config, Frontend(choose_confirm(console, yes=args.yes), display))
+    agent = build_agent(args, config, Frontend(display.asking(choose_confirm(console,
+                                                                          yes=args.yes)),
+                                               display))
     outcome = Outcome.DONE
     try:
         if args.prompt:
@@ -101,6 +106,8 @@ def interactive(agent: Agent, display: Display, config: Config) -> None:
     prompt = chat_prompt(history, agent)
     console = display.console
     show_running_tools(agent.session.hooks, console)
+    display.lively, display.price = True, agent.billing.spend.pricing.cost
+    display.watch(agent.session.hooks)
     console.print(f"fencecall: conversation [bold]{agent.conversation.name}[/], model "
                   f"{agent.model}, tools: {', '.join(agent.session.toolchain.names())}. "
                   "/help for commands (Tab completes them), Alt-Enter for a new line, "
@@ -113,7 +120,9 @@ def interactive(agent: Agent, display: Display, config: Config) -> None:
         except KeyboardInterrupt:
             continue
         except EOFError:
-            return
+            if _may_leave(agent, console):
+                return
+            continue
         if not line:
             continue
         try:
@@ -121,10 +130,58 @@ def interactive(agent: Agent, display: Display, config: Config) -> None:
                 run_slash(line, agent, display)
             else:
                 attach_dropped(line, agent, display)
-                agent.send(line)
+                _send(agent, display, line)
         except ExitChat:
-            return
+            if _may_leave(agent, console):
+                return
         except ProviderError as err:
             console.print(visible_text(str(err), "red"))
         except KeyboardInterrupt:
             console.print("[yellow]Interrupted.[/]")
+
+
+def _send(agent: Agent, display: Display, line: str) -> None:
+    """Send ``line``, the status line showing until the reply streams."""
+    display.turn()
+    try:
+        with _output_kept_on_interrupt():
+            agent.send(line)
+    finally:
+        display.idle()
+
+
+@contextmanager
+def _output_kept_on_interrupt() -> Iterator[None]:
+    """The terminal as the reply streams: Ctrl-C neither discards output on its way (a
+    repaint of the live region cut in half leaves copies of its lines) nor echoes ``^C``
+    into it."""
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (ImportError, OSError, ValueError):  # not a terminal (or not a POSIX one)
+        yield
+        return
+    steady = list(saved)
+    steady[3] = (steady[3] | termios.NOFLSH) & ~termios.ECHOCTL
+    termios.tcsetattr(fd, termios.TCSANOW, steady)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def _may_leave(agent: Agent, console: Console) -> bool:
+    """Whether the chat may end: leaving stops the running background jobs, so they are
+    listed and the person asked (no: the chat goes on)."""
+    running = agent.session.running_jobs()
+    if not running:
+        return True
+    console.print(visible_text(listing(running)))
+    try:
+        answer = console.input(f"Leaving stops {'it' if len(running) == 1 else 'them'}. "
+                               "Stop and leave? \\[y/N] ")
+    except EOFError:
+        return True  # no one left to answer
+    return answer.strip().lower() in ("y", "yes")

@@ -231,6 +231,12 @@ class Session:
             jobs = self._found(JOBS)
         return [] if jobs is None else jobs.notices()
 
+    def running_jobs(self) -> list[JobView]:
+        """The background jobs running now (what leaving the conversation would stop)."""
+        with self._lock:
+            jobs = self._found(JOBS)
+        return [] if jobs is None else jobs.running()
+
     def stop_jobs(self) -> list[int]:
         """End every running job (a time limit ends them); their ids."""
         with self._lock:

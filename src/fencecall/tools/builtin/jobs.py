@@ -91,6 +91,13 @@ def ended_notice(view: JobView) -> str:
     return f"Background job {view.id} ({_shown(view.command)}) {how}."
 
 
+def left_notice(job: int) -> str:
+    """The line telling the model that a job of an earlier run of the conversation ended
+    with it."""
+    return (f"Background job {job} was stopped when the conversation was left earlier; it is "
+            "not running now.")
+
+
 def how_to_follow(job: int, fmt: FormatLike) -> str:
     """The calls that read, wait for and end job ``job``, written in ``fmt``."""
     def written(**kwargs: Any) -> str:

@@ -331,6 +331,12 @@ class JobManager:
                 job.reported = True
             return [self._view(job, read=False) for job in ended]
 
+    def running(self) -> list[JobView]:
+        """The jobs running now (nothing counts as told: none of them ended)."""
+        with self._cond:
+            return [self._view(job, read=False) for job in self._jobs.values()
+                    if job.state == "running"]
+
     def counts(self) -> dict[str, int]:
         """How many jobs started, and how many are running now."""
         with self._cond:
