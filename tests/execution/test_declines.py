@@ -8,14 +8,14 @@ from pathlib import Path
 from fencecall.agent import Outcome
 from fencecall.execution import Session
 from fencecall.message import Status
-from fencecall.tools import ConfirmRequest, Decline, Toolchain
+from fencecall.tools import ConfirmFunc, ConfirmRequest, Decline, Toolchain
 
 from ..support import F, scripted_agent
 
 TWO_WRITES = f"{F}write a.txt\none\n{F}\n{F}write b.txt\ntwo\n{F}\n"
 
 
-def answering(*answers: bool | Decline) -> tuple[list[str], object]:
+def answering(*answers: bool | Decline) -> tuple[list[str], ConfirmFunc]:
     """A confirm function giving ``answers`` in turn, and the tools it was asked about."""
     asked: list[str] = []
     given = list(answers)
@@ -34,7 +34,7 @@ def test_a_decline_is_falsy_as_every_no() -> None:
 def test_the_reason_of_a_decline_reaches_the_model_and_the_next_call_is_still_asked(
         toolchain: Toolchain, tmp_path: Path) -> None:
     asked, confirm = answering(Decline("use b.txt only"), True)
-    session = Session(toolchain, workspace=tmp_path, confirm=confirm)  # type: ignore[arg-type]
+    session = Session(toolchain, workspace=tmp_path, confirm=confirm)
     first, second = session.execute(TWO_WRITES, "markdown")
     assert first.content == ("The user declined the write call, so it did not run. They "
                              "said: use b.txt only")
@@ -45,7 +45,7 @@ def test_the_reason_of_a_decline_reaches_the_model_and_the_next_call_is_still_as
 def test_a_no_that_ends_the_turn_answers_the_later_calls_unasked(
         toolchain: Toolchain, tmp_path: Path) -> None:
     asked, confirm = answering(Decline(ends_turn=True))
-    session = Session(toolchain, workspace=tmp_path, confirm=confirm)  # type: ignore[arg-type]
+    session = Session(toolchain, workspace=tmp_path, confirm=confirm)
     first, second = session.execute(TWO_WRITES, "markdown")
     assert first.content == ("The user declined the write call, so it did not run. The turn "
                              "ends here: they will say what to do instead.")
@@ -57,7 +57,7 @@ def test_a_no_that_ends_the_turn_answers_the_later_calls_unasked(
 
 def test_a_plain_false_keeps_its_result(toolchain: Toolchain, tmp_path: Path) -> None:
     _, confirm = answering(False, False)
-    session = Session(toolchain, workspace=tmp_path, confirm=confirm)  # type: ignore[arg-type]
+    session = Session(toolchain, workspace=tmp_path, confirm=confirm)
     results = session.execute(TWO_WRITES, "markdown")
     assert [m.content for m in results] == [
         "The write call was not confirmed, so it did not run."] * 2
@@ -67,7 +67,7 @@ def test_a_plain_false_keeps_its_result(toolchain: Toolchain, tmp_path: Path) ->
 def test_the_agent_stops_after_a_no_that_ends_the_turn(tmp_path: Path) -> None:
     _, confirm = answering(Decline(ends_turn=True))
     with Session(Toolchain.build(["save"]), workspace=tmp_path / "ws",
-                 confirm=confirm) as session:  # type: ignore[arg-type]
+                 confirm=confirm) as session:
         agent, outcome = scripted_agent(session, tmp_path / "logs",
                                         f"{F}save a.txt\none\n{F}\n", "Asked again at once.")
     assert outcome is Outcome.INTERRUPTED
@@ -79,7 +79,7 @@ def test_the_agent_stops_after_a_no_that_ends_the_turn(tmp_path: Path) -> None:
 def test_the_agent_goes_on_after_a_no_with_a_reason(tmp_path: Path) -> None:
     _, confirm = answering(Decline("name it b.txt"), True)
     with Session(Toolchain.build(["save"]), workspace=tmp_path / "ws",
-                 confirm=confirm) as session:  # type: ignore[arg-type]
+                 confirm=confirm) as session:
         agent, outcome = scripted_agent(session, tmp_path / "logs",
                                         f"{F}save a.txt\none\n{F}\n",
                                         f"{F}save b.txt\none\n{F}\n", "Saved b.txt.")
