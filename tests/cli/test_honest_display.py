@@ -337,3 +337,18 @@ def test_small_calls_are_not_cut() -> None:
     assert excerpt("x" * MAX_CHARS) is None
     assert excerpt(numbered(MAX_LINES + 1)) is not None
 
+
+
+@pytest.mark.parametrize("answers, expected", [
+    ("t use rg instead\n", Decline("use rg instead")),
+    ("t\nuse rg instead\n", Decline("use rg instead")),
+    ("tell\n\n", Decline(ends_turn=True)),  # no reason: a plain no
+    ("maybe\nn\n", Decline(ends_turn=True)),
+    ("a\ny\n", True),  # no rules can say this call: a is no answer here
+])
+def test_tell_and_the_answers_asked_again(answers: str, expected: object) -> None:
+    con, out = console()
+    assert terminal_confirm(con, io.StringIO(answers))(shell_request("ls")) == expected
+    assert "[a]lways" not in out.getvalue()
+    if answers.startswith(("maybe", "a\n")):
+        assert "Answer y, n, v or t." in out.getvalue()
