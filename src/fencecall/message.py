@@ -52,7 +52,8 @@ class Outcome(StrEnum):
     """Reply after reply held calls that could not run (near misses, malformed calls) or
     looped, despite the feedback on each."""
     INTERRUPTED = "interrupted"
-    """The user stopped a reply or a call (Ctrl-C)."""
+    """The user stopped a reply or a call (Ctrl-C), or said no to a call and so ended the
+    turn (to say what to do instead)."""
     ERROR = "error"
     """The run could not go on: the model's server failed, the task could not start."""
     TIMEOUT = "timeout"
@@ -265,7 +266,8 @@ class Message:
     call: CallRecord | None = None
     reply: ReplyRecord | None = None
     ending: Outcome | None = None
-    """On the message that says why a run stopped short (a limit, giving up)."""
+    """On the message that says why a run stopped short (a limit, giving up, a call the user
+    declined and so ended the turn)."""
     note: Note | None = None
     """What the message is to the loop (see :data:`Note`), set by the layer that knows."""
     images: tuple[ImageRef, ...] = ()

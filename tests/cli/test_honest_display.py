@@ -26,7 +26,7 @@ from fencecall.cli.display import Display, HonestMarkdown
 from fencecall.cli.visible import TABLE, is_visible, json_visible, visible, visible_markup
 from fencecall.message import Message, system
 from fencecall.parsing import ToolCall
-from fencecall.tools import ConfirmRequest
+from fencecall.tools import ConfirmRequest, Decline
 
 BIDI = [0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069, 0x200E,
         0x200F, 0x061C]
@@ -235,8 +235,8 @@ def test_markup_in_a_call_is_shown_literally() -> None:
     assert 'path="[bold]a.txt"' in text
     assert "new file [bold]a.txt: (then the body above, as it is)" in text
     con, out = console()
-    assert terminal_confirm(con, io.StringIO("n\n"))(request) is False
-    assert "Run [blink]save[/]? [y/N]" in out.getvalue()
+    assert terminal_confirm(con, io.StringIO("n\n"))(request) == Decline(ends_turn=True)
+    assert "Run [blink]save[/]? [y]es [n]o [v]iew [t]ell the model:" in out.getvalue()
 
 
 def test_a_diff_preview_is_shown_after_the_body() -> None:
@@ -267,7 +267,7 @@ def test_long_call_shows_head_tail_and_a_marker() -> None:
     assert "rm -rf ~" in text  # the tail: the end of the call is always shown
     assert "[… 165 lines not shown" in text and "answer v to view the whole call …]" in text
     assert "line 100" not in text
-    assert "(v: view the whole call)" in _question(shell_request(body))
+    assert "[v]iew" in _question(shell_request(body))
 
 
 def _question(request: ConfirmRequest) -> str:
@@ -278,21 +278,24 @@ def _question(request: ConfirmRequest) -> str:
 
 def test_v_shows_the_whole_call_and_asks_again() -> None:
     body = numbered(200)
-    for answers, expected in (("v\ny\n", True), ("v\n\n", False), ("V\nyes\n", True),
+    for answers, expected in (("v\ny\n", True), ("v\nn\n", False), ("V\nyes\n", True),
                               ("v\nv\nn\n", False)):
         con, out = console()
-        assert terminal_confirm(con, io.StringIO(answers))(shell_request(body)) is expected
+        answer = terminal_confirm(con, io.StringIO(answers))(shell_request(body))
+        assert bool(answer) is expected
         text = out.getvalue()
         assert "line 100" in text  # printed completely after v
-        assert text.count("[y/N]") == answers.count("\n")
+        assert text.count("[t]ell the model:") == answers.count("\n")
+        assert text.count("line 100") == answers.lower().count("v")  # shown again each time
 
 
 @pytest.mark.parametrize("answer, expected", [("y\n", True), ("yes\n", True), (" Y \n", True),
                                               ("n\n", False), ("\n", False), ("", False),
-                                              ("yep\n", False), ("sure\n", False)])
+                                              ("yep\n", False), ("sure\n", False),
+                                              ("y please\n", False)])
 def test_only_yes_runs(answer: str, expected: bool) -> None:
     con, _ = console()
-    assert terminal_confirm(con, io.StringIO(answer))(shell_request("ls")) is expected
+    assert bool(terminal_confirm(con, io.StringIO(answer))(shell_request("ls"))) is expected
 
 
 def test_end_of_input_declines() -> None:
@@ -302,7 +305,7 @@ def test_end_of_input_declines() -> None:
         raise EOFError
 
     con.input = eof  # type: ignore[method-assign]
-    assert terminal_confirm(con)(shell_request("ls")) is False
+    assert terminal_confirm(con)(shell_request("ls")) == Decline(ends_turn=True)
 
 
 def test_one_huge_line_is_cut_by_characters() -> None:
@@ -335,3 +338,18 @@ def test_small_calls_are_not_cut() -> None:
     assert excerpt("x" * MAX_CHARS) is None
     assert excerpt(numbered(MAX_LINES + 1)) is not None
 
+
+
+@pytest.mark.parametrize("answers, expected", [
+    ("t use rg instead\n", Decline("use rg instead")),
+    ("t\nuse rg instead\n", Decline("use rg instead")),
+    ("tell\n\n", Decline(ends_turn=True)),  # no reason: a plain no
+    ("maybe\nn\n", Decline(ends_turn=True)),
+    ("a\ny\n", True),  # no rules can say this call: a is no answer here
+])
+def test_tell_and_the_answers_asked_again(answers: str, expected: object) -> None:
+    con, out = console()
+    assert terminal_confirm(con, io.StringIO(answers))(shell_request("ls")) == expected
+    assert "[a]lways" not in out.getvalue()
+    if answers.startswith(("maybe", "a\n")):
+        assert "Answer y, n, v or t." in out.getvalue()

@@ -31,7 +31,7 @@ def test_interactive_chat_with_confirmation_and_slash_commands(tmp_path: Path,
         try:
             child.expect("Ctrl-D to leave")
             child.sendline("please write a note")
-            child.expect(r"Run save\?.*\[y/N\]")
+            child.expect(r"Run save\?.*\[t\]ell the model:")
             child.sendline("y")
             child.expect("Created note.txt")
             child.expect("Saved the note.")
@@ -108,13 +108,13 @@ def test_always_allow_adds_the_narrowest_rules_and_the_same_call_is_not_asked_ag
             child.sendline("touch it twice")
             child.expect(r"always allow for this conversation: shell\(touch made\), "
                          r"shell\(ls\)")
-            child.expect(r"Run shell\?.*\[y/N\]")
+            child.expect(r"Run shell\?.*\[a\]lways.*\[t\]ell the model:")
             child.sendline("a")
             child.expect(r"Allowed for the rest of this conversation: shell\(touch made\), "
                          r"shell\(ls\)")
-            child.expect(r"Run shell\?.*\[y/N\]")  # touch other: a rule it has not got
+            child.expect(r"Run shell\?.*\[t\]ell the model:")  # touch other: no rule for it
             asked_between = child.before
-            child.sendline("n")
+            child.sendline("t not that one")
             child.expect("All ran.")
             child.sendline("/exit")
             child.expect(pexpect.EOF)

@@ -170,11 +170,11 @@ def test_declined_hostile_call_shows_the_real_command_and_runs_nothing(
     reply.write_text(variant.reply)
     with screen(tmp_path) as tmux:
         tmux.start(run_argv(reply, workspace, variant.fmt), env_for(tmp_path))
-        shown = tmux.wait_for(r"Run shell\?.*\[y/N\]")
+        shown = tmux.wait_for(r"Run shell\?.*\[t\]ell the model:")
         assert_honest(shown, variant)
         tmux.send("n", "Enter")
         after = tmux.wait_for(r"\[exited \d+\]")
-    assert "not confirmed" in after
+    assert "declined the shell call" in after
     assert list(workspace.iterdir()) == []
 
 
@@ -185,7 +185,7 @@ def test_confirmed_hostile_call_runs_exactly_what_was_shown(tmp_path: Path,
     reply.write_text(tool_format(command))
     with screen(tmp_path) as tmux:
         tmux.start(run_argv(reply, workspace, "tool"), env_for(tmp_path))
-        shown = tmux.wait_for(r"Run shell\?.*\[y/N\]")
+        shown = tmux.wait_for(r"Run shell\?.*\[t\]ell the model:")
         preview = shown[shown.index("preview:"):]
         assert [unvisible(line.rstrip()) for line in preview.splitlines()[1:2]] == [command]
         tmux.send("y", "Enter")
@@ -198,7 +198,7 @@ def test_confirmed_hostile_call_runs_exactly_what_was_shown(tmp_path: Path,
 def test_confirmed_save_writes_exactly_the_body_shown(tmp_path: Path, workspace: Path) -> None:
     with screen(tmp_path) as tmux:
         tmux.start(run_argv(HOSTILE, workspace, "markdown"), env_for(tmp_path))
-        shown = tmux.wait_for(r"Run save\?.*\[y/N\]")
+        shown = tmux.wait_for(r"Run save\?.*\[t\]ell the model:")
         assert "```save notes.txt" in shown
         body = "\n".join(unvisible(line) for line in body_lines(shown))
         tmux.send("y", "Enter")
@@ -214,12 +214,12 @@ def test_huge_call_is_cut_and_v_shows_all_of_it(tmp_path: Path, workspace: Path)
     reply.write_text(fenced("\n".join(lines)))
     with screen(tmp_path) as tmux:
         tmux.start(run_argv(reply, workspace, "markdown"), env_for(tmp_path))
-        first = tmux.wait_for(r"Run shell\? \(v: view the whole call\) \[y/N\]")
+        first = tmux.wait_for(r"Run shell\? \[y\]es .*\[t\]ell the model:")
         assert re.search(r"\[… \d+ lines not shown .*answer v to view the whole call …\]", first)
         assert "touch pwned" in first and "echo line 150" not in first
         mark = len(first)
         tmux.send("v", "Enter")
-        second = tmux.wait_for(r"Run shell\? \[y/N\]", after=mark)
+        second = tmux.wait_for(r"Run shell\? \[y\]es", after=mark)
         assert "echo line 150" in second[mark:]
         tmux.send("n", "Enter")
         tmux.wait_for(r"\[exited \d+\]")
@@ -237,14 +237,14 @@ def test_streamed_reply_shows_its_escapes(tmp_path: Path, workspace: Path) -> No
                     "spoof", "--workspace", str(workspace), "--tools", "shell"], env)
         tmux.wait_for("Ctrl-D to leave")
         tmux.send("hello", "Enter")
-        shown = tmux.wait_for(r"Run shell\?.*\[y/N\]")
+        shown = tmux.wait_for(r"Run shell\?.*\[t\]ell the model:")
         for visible_part in ("All good.␍␛[2KNothing to see <U+202E>ereh<U+202C>.",
                              "␛]0;pwned-title␇", "␛[31mred␛[0m", "[bold]markup[/bold]",
                              "touch pwned␛[1A␛[2K"):
             assert visible_part in shown, f"{visible_part!r} not on the screen:\n{shown}"
-        tmux.send("n", "Enter")
+        tmux.send("t skip it", "Enter")  # no, and tell the model why: it answers at once
         after = tmux.wait_for("Understood, ␛\\[2Kskipping.")
-        assert "not confirmed" in after
+        assert "They said: skip it" in after
         tmux.send("/exit", "Enter")
         tmux.wait_for(r"\[exited 0\]")
     assert list(workspace.iterdir()) == []

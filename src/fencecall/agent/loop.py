@@ -355,7 +355,8 @@ class Agent:
         for result in self.session.execute_calls(reply.message, calls, reply.diagnostics,
                                                  history):
             self._record(result)
-            ran.interrupted = ran.interrupted or result.status is Status.INTERRUPTED
+            ran.interrupted = (ran.interrupted or result.status is Status.INTERRUPTED
+                               or result.ending is Outcome.INTERRUPTED)  # a no ending the turn
             ran.told = ran.told or (isinstance(result.note, CannotRun)
                                     and result.note.malformed is not None)
             ran.complete = ran.complete or result.completes

@@ -10,11 +10,15 @@ is read as rich markup. A very long part is shown as its head and tail around a 
 saying how much is left out; answering ``v`` prints everything and asks again. Where
 permission rules can express the call, ``a`` allows it and calls like it for the rest of the
 conversation: the narrowest rules (each command of a shell line, each path, the exact code)
-are shown before the question and said again once added.
+are shown before the question and said again once added. ``n`` ends the turn, so the user
+says what to do instead before the model is asked again; ``t`` declines and tells the model
+why, and the run goes on. What was typed before the question (while the model was still
+writing) is thrown away, so it cannot answer it.
 """
 
 from __future__ import annotations
 
+import array
 import json
 import sys
 from collections.abc import Mapping
@@ -25,7 +29,8 @@ from rich.console import Console
 from rich.text import Text
 
 from ..execution import auto_no, auto_yes
-from ..tools import ConfirmFunc, ConfirmRequest
+from ..tools import ConfirmFunc, ConfirmRequest, Decline
+from ..tools.tool_context import Answer
 from .visible import json_visible, visible, visible_text
 
 if TYPE_CHECKING:
@@ -186,12 +191,12 @@ def render_confirmation(console: Console, request: ConfirmRequest, *,
     return cut
 
 
-def question(request: ConfirmRequest, cut: bool) -> Text:
-    """The prompt line: the request's question (made visible) and the answers."""
-    prompt = visible_text(request.question, "bold yellow")
-    if cut:
-        prompt.append(" (v: view the whole call)")
-    return prompt.append(" [y/N] ")
+def question(request: ConfirmRequest) -> Text:
+    """The prompt line: the request's question (made visible) and the answers it takes
+    (``a`` only where rules can say the call)."""
+    always = " [a]lways" if request.remember is not None else ""
+    return visible_text(request.question, "bold yellow").append(
+        f" [y]es [n]o{always} [v]iew [t]ell the model: ")
 
 
 def _always_offer(console: Console, request: ConfirmRequest, complete: bool) -> None:
@@ -219,28 +224,76 @@ def _always(console: Console, request: ConfirmRequest) -> bool:
     return True
 
 
-def terminal_confirm(console: Console, stream: TextIO | None = None) -> ConfirmFunc:
-    """Show the complete call and ask y/N (or a: yes and always, where rules can say it); ``v``
-    shows it uncut and asks again. Anything else, end of input included, declines.
-    ``stream`` replaces stdin (for tests)."""
+def discard_typed_ahead(stream: TextIO | None) -> bool:
+    """Throw away what was typed before the question is shown (a message typed while the
+    model was still writing), so only keys pressed after it answer it; True if there was
+    a whole line. Only a terminal has such input: ``stream`` (tests) and pipes keep theirs."""
+    if stream is not None or not sys.stdin.isatty():
+        return False
+    import fcntl
+    import termios
 
-    def confirm(request: ConfirmRequest) -> bool:
-        complete = False
+    fd = sys.stdin.fileno()
+    pending = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, pending)
+    termios.tcflush(fd, termios.TCIFLUSH)
+    return pending[0] > 0
+
+
+def _ask(console: Console, prompt: Text | str, stream: TextIO | None) -> str | None:
+    """One line typed after ``prompt`` is shown (None: end of input)."""
+    if discard_typed_ahead(stream):
+        console.print(Text("(What was typed before this question was discarded.)",
+                           style="dim"))
+    try:
+        line = console.input(prompt, stream=stream)
+        if stream is not None and not line:  # a stream's end reads as "", not EOFError
+            raise EOFError
+    except EOFError:
+        console.print()
+        return None
+    return line.strip()
+
+
+def _tell(console: Console, stream: TextIO | None, given: str) -> Answer:
+    """``t``: no, with what the model is to be told (asked for unless typed after ``t``); an
+    empty reason is a plain no, which ends the turn."""
+    reason = given or _ask(console, Text("Tell the model: ", style="bold"), stream) or ""
+    return Decline(reason, ends_turn=not reason)
+
+
+def terminal_confirm(console: Console, stream: TextIO | None = None) -> ConfirmFunc:
+    """Show the complete call and ask: ``y`` yes, ``n`` no (the turn ends: the user says
+    what to do instead at the chat prompt), ``a`` yes and always (where rules can say it),
+    ``v`` show it uncut and ask again, ``t`` no and tell the model why (the run goes on).
+    Typed-ahead input is discarded first; another answer asks again, and end of input is a
+    no. ``stream`` replaces stdin (for tests)."""
+
+    def confirm(request: ConfirmRequest) -> Answer:
+        complete, shown = False, False
         while True:
-            cut = render_confirmation(console, request, complete=complete)
-            _always_offer(console, request, complete)
-            try:
-                answer = console.input(question(request, cut), stream=stream)
-            except EOFError:
-                console.print()
-                return False
-            answer = answer.strip().lower()
-            if answer in ("v", "view"):
-                complete = True
-                continue
-            if answer in ("a", "always"):
+            if not shown:
+                render_confirmation(console, request, complete=complete)
+                _always_offer(console, request, complete)
+                shown = True
+            answer = _ask(console, question(request), stream)
+            word, _, rest = (answer or "").partition(" ")
+            word = word.lower()
+            if answer is None or (word in ("n", "no") and not rest):
+                console.print(Text("Not run. The turn ends here: say what to do instead.",
+                                   style="yellow"))
+                return Decline(ends_turn=True)
+            if word in ("y", "yes") and not rest:
+                return True
+            if word in ("a", "always") and not rest and request.remember is not None:
                 return _always(console, request)
-            return answer in ("y", "yes")
+            if word in ("t", "tell"):
+                return _tell(console, stream, rest.strip())
+            if word in ("v", "view") and not rest:
+                complete, shown = True, False
+                continue
+            always = "a, " if request.remember is not None else ""
+            console.print(Text(f"Answer y, n, {always}v or t.", style="yellow"))
 
     return confirm
 

@@ -11,7 +11,10 @@ Every failure on the way, an exception in a tool included, becomes a ``system`` 
 a :class:`~fencecall.message.Status` (so does a call of a known tool this run did not load,
 in its place: see :mod:`.unloaded`); a :class:`~fencecall.tools.ToolError` becomes its
 message. An interrupt (Ctrl-C) stops the call and the ones after it, and each of those is
-answered too, so no call id goes without a result.
+answered too, so no call id goes without a result. So does a "no" that ends the turn (a
+:class:`~fencecall.tools.Decline`): its result carries the ending
+(:attr:`~fencecall.message.Outcome.INTERRUPTED`) that stops the run, so the user says what to
+do instead before the model is asked again.
 """
 
 from __future__ import annotations
@@ -24,9 +27,18 @@ from typing import Protocol
 
 from .. import telemetry
 from ..errors import ToolError
-from ..message import CallRecord, CannotRun, Completion, Message, Status, safe_text, system
+from ..message import (
+    CallRecord,
+    CannotRun,
+    Completion,
+    Message,
+    Outcome,
+    Status,
+    safe_text,
+    system,
+)
 from ..parsing import Diagnostic, ToolCall
-from ..tools import Toolchain, ToolContext, ToolInvocation, ToolSpec
+from ..tools import Decline, Toolchain, ToolContext, ToolInvocation, ToolSpec
 from ..tools.hook_points import (
     MESSAGE_POST_PROCESS,
     MESSAGE_PRE_PROCESS,
@@ -38,6 +50,7 @@ from ..tools.hook_points import (
     ToolPreExecute,
 )
 from ..tools.spec import ExecuteResult
+from ..tools.tool_context import Answer
 from .unloaded import line_of, not_loaded, notice
 
 
@@ -120,14 +133,13 @@ def _execute_calls(session: CallRunner, message: Message, calls: Iterable[ToolCa
         while notes and notes[0][0] < use.call.start:
             results.append(notes.pop(0)[1])
             yield results[-1]
-        interrupted = False
+        stopped: tuple[str, Status] | None = None
         for result in _execute(session, use, history):
             results.append(result)
-            interrupted = interrupted or result.status is Status.INTERRUPTED
+            stopped = stopped or _stops(result)
             yield result
-        if interrupted:
-            skipped = _answer_each(uses[index + 1 :], "Not run: an earlier call was "
-                                   "interrupted by the user.", Status.INTERRUPTED)
+        if stopped is not None:
+            skipped = _answer_each(uses[index + 1 :], *stopped)
             results += skipped
             yield from skipped
             break
@@ -137,6 +149,17 @@ def _execute_calls(session: CallRunner, message: Message, calls: Iterable[ToolCa
     post = session.hooks.run(MESSAGE_POST_PROCESS,
                              MessagePostProcess(session, message, tuple(results)))
     yield from post.messages
+
+
+def _stops(result: Message) -> tuple[str, Status] | None:
+    """What the calls after ``result`` are answered, where it stops them: an interrupt, or
+    a no that ends the turn."""
+    if result.status is Status.INTERRUPTED:
+        return "Not run: an earlier call was interrupted by the user.", Status.INTERRUPTED
+    if result.ending is Outcome.INTERRUPTED:
+        return ("Not run: the user declined an earlier call and ended the turn.",
+                Status.DECLINED)
+    return None
 
 
 def _concerns_a_tool(diagnostic: Diagnostic, session: CallRunner) -> bool:
@@ -307,12 +330,26 @@ def _run(invocation: ToolInvocation, history: tuple[Message, ...]) -> Iterator[M
         return
     if pre.allowed is None and _needs_confirmation(invocation):
         preview = spec.preview(invocation) if spec.preview else None
-        if not invocation.confirm(f"Run {spec.name}?", preview):
-            yield system(f"The {spec.name} call was not confirmed, so it did not run.",
-                         Status.DECLINED)
+        answer = invocation.confirm(f"Run {spec.name}?", preview)
+        if not answer:
+            yield declined(spec.name, answer)
             return
     assert spec.execute is not None
     yield from _messages(spec.execute(invocation))
+
+
+def declined(tool: str, answer: Answer) -> Message:
+    """The result of a call the user said no to: what they want the model told and, where
+    the no ends the turn, the ending that stops the run until they say what to do instead."""
+    if not isinstance(answer, Decline):
+        return system(f"The {tool} call was not confirmed, so it did not run.", Status.DECLINED)
+    text = f"The user declined the {tool} call, so it did not run."
+    if answer.reason:
+        text += f" They said: {answer.reason}"
+    if answer.ends_turn:
+        text += " The turn ends here: they will say what to do instead."
+    return system(text, Status.DECLINED,
+                  ending=Outcome.INTERRUPTED if answer.ends_turn else None)
 
 
 def _needs_confirmation(invocation: ToolInvocation) -> bool:

@@ -47,7 +47,7 @@ from ..tools import (
 from ..tools.hook_points import SESSION_END, SESSION_START, SessionEvent
 from ..tools.runtime.job_manager import JobManager, JobView
 from ..tools.runtime.output import DEFAULT_LIMIT as DEFAULT_OUTPUT_LIMIT
-from ..tools.tool_context import JOBS, PYTHON, SHELL
+from ..tools.tool_context import JOBS, PYTHON, SHELL, Answer
 
 if TYPE_CHECKING:
     from ..checkpoints import Checkpoints
@@ -268,7 +268,7 @@ class Session:
     def approves_every_call(self) -> bool:
         return self._confirm is auto_yes
 
-    def confirm(self, request: ConfirmRequest) -> bool:
+    def confirm(self, request: ConfirmRequest) -> Answer:
         """Ask through the session's confirm function, offering to remember the narrowest
         permission rules that allow the call (an "always allow" answer adds them)."""
         spec = self.toolchain.get(request.tool)

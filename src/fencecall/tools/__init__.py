@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .tool_context import (
         ConfirmFunc,
         ConfirmRequest,
+        Decline,
         Remember,
         ResourceKey,
         TextFiles,
@@ -32,8 +33,8 @@ else:
         ".loading": ("ToolLoadError", "builtin_tools", "load_from_file", "plugin_tools"),
         ".registry": ("Toolchain", "UnknownToolError"),
         ".spec": ("Command", "Example", "Hint", "ToolInvocation", "ToolSpec", "render_call"),
-        ".tool_context": ("ConfirmFunc", "ConfirmRequest", "Remember", "ResourceKey", "TextFiles",
-                          "ToolContext"),
+        ".tool_context": ("ConfirmFunc", "ConfirmRequest", "Decline", "Remember", "ResourceKey",
+                          "TextFiles", "ToolContext"),
     })
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "Command",
     "ConfirmFunc",
     "ConfirmRequest",
+    "Decline",
     "Example",
     "Hint",
     "Hook",

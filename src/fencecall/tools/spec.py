@@ -22,7 +22,7 @@ from ..parsing import FormatLike, ToolCall, get_format
 from ..parsing.xmlcalls import NAME
 from ._hooks import Hook
 from ._parameters import ArgumentError, Parameter, ParamType, check_schema, validate
-from .tool_context import ConfirmRequest, ToolContext
+from .tool_context import Answer, ConfirmRequest, ToolContext
 
 
 class Hint(StrEnum):
@@ -330,8 +330,8 @@ class ToolInvocation:
     """The seconds each confirmation waited for its answer: a person's time at the prompt is
     not the tool's, and is left out of the call's duration."""
 
-    def confirm(self, question: str, preview: str | None = None) -> bool:
-        """Ask the user (tools call this for confirmations of their own)."""
+    def confirm(self, question: str, preview: str | None = None) -> Answer:
+        """Ask the user (tools call this for confirmations of their own); falsy: do not."""
         started = time.monotonic()
         try:
             return self.context.confirm(ConfirmRequest(self.spec.name, self.call, question,

@@ -65,7 +65,22 @@ class ConfirmRequest:
     remember: Remember | None = None
 
 
-ConfirmFunc = Callable[[ConfirmRequest], bool]
+@dataclass(frozen=True, slots=True)
+class Decline:
+    """A "no" that says more than False: ``reason``, what the user wants the model told, and
+    ``ends_turn``, the model is not asked again at once (the user will say what to do
+    instead). It is falsy, as every no is, so ``if not confirm(...)`` reads it right."""
+
+    reason: str = ""
+    ends_turn: bool = False
+
+    def __bool__(self) -> bool:
+        return False
+
+
+Answer = bool | Decline
+"""What a confirmation comes to: yes (True), a plain no (False), or a :class:`Decline`."""
+ConfirmFunc = Callable[[ConfirmRequest], Answer]
 
 
 class TextFiles(Protocol):
@@ -127,8 +142,8 @@ class ToolContext(Protocol):
         is not the host or the sandbox: a container (None: here)."""
         ...
 
-    def confirm(self, request: ConfirmRequest) -> bool:
-        """Ask the user; False means do not do it."""
+    def confirm(self, request: ConfirmRequest) -> Answer:
+        """Ask the user; a falsy answer (False, a :class:`Decline`) means do not do it."""
         ...
 
     @property
