@@ -26,7 +26,7 @@ from ..agent import AgentEvent, ReplyDone, ReplyText, Retrying, StepLimit, ToolR
 from ..message import Message, Usage
 from ..tools import ConfirmRequest, HookRegistry
 from ..tools.hook_points import TOOL_PRE_EXECUTE, ToolPreExecute
-from ..tools.tool_context import ConfirmFunc
+from ..tools.tool_context import Answer, ConfirmFunc
 from .visible import visible, visible_text
 
 
@@ -185,7 +185,7 @@ class Display:
 
     def asking(self, confirm: ConfirmFunc) -> ConfirmFunc:
         """``confirm`` with the status line put away while it asks (and back after)."""
-        def ask(request: ConfirmRequest) -> bool:
+        def ask(request: ConfirmRequest) -> Answer:
             working = self._region.working
             self.idle()
             try:

@@ -37,6 +37,7 @@ from ..execution.confirm_policy import auto_no
 from ..message import Message
 from ..parsing import ToolCall
 from ..tools import ConfirmFunc, ConfirmRequest, Hint, Toolchain, ToolSpec
+from ..tools.tool_context import Answer
 from ._guards import BearerGuard, HostGuard, canonical_host
 
 SessionFactory = Callable[[ConfirmFunc], Session]
@@ -130,7 +131,7 @@ class ClientState:
             finally:
                 self._elicit = None
 
-    def _confirm(self, request: ConfirmRequest) -> bool:
+    def _confirm(self, request: ConfirmRequest) -> Answer:
         """Ask the client's user through elicitation; without it, the server's fallback."""
         if self._elicit is None:
             return self._server._fallback(request)
