@@ -7,15 +7,14 @@ builds it where the machine has none; builds are never timed):
    block: parse, confirmation, the persistent shell, the result's formatting), in a session
    whose shell is already running: in a container (a :class:`ContainerEnvironment` of the
    base image), in bwrap (the default sandbox, ``workspace-write``) and on the host (sandbox
-   off); ``echo hi``, ``printf 'hi\n'`` and a small file write ``echo x > f``. In bwrap a
-   command the classifier calls read-only (``echo hi``) runs unasked in a one-shot read-only
-   sandbox, not in the persistent shell (the ``how`` column), so ``printf`` is there as the
-   same output through the persistent shell. After untimed warm-up calls the cases take
+   off); ``echo hi``, ``printf 'hi\n'`` and a small file write ``echo x > f``. The sessions
+   approve every call (``-y``), so each command runs in the persistent shell, a read-only
+   one too (asked, it would run unasked in a one-shot sandbox of its own). After untimed
+   warm-up calls the cases take
    turns, one call of each per round (:func:`benchmarks.timing.compare`), so drift on a busy
    machine hits them alike; median and fastest per call, and the ratios container/bwrap,
    bwrap/host and container/host of the medians (and of the fastest) of this one run. The
-   issue's target: a container call at most :data:`CALL_TARGET` x a bwrap call, judged on
-   the commands that run in bwrap's persistent shell.
+   issue's target: a container call at most :data:`CALL_TARGET` x a bwrap call.
 2. **A container's life**: :meth:`ContainerEnvironment.start` (with the podman commands it
    runs, timed one by one), the first shell call of a new session in it (the session made,
    its shell started in the container, the call), the session's close, and
@@ -84,7 +83,6 @@ from fencecall.evaluation import EvalOptions, ModelAgents, TrialResult, run_eval
 from fencecall.execution import Session, auto_yes
 from fencecall.sandbox import sandbox_support
 from fencecall.tools import Toolchain
-from fencecall.tools.runtime.shell_policy import is_read_only
 
 from . import eval_tasks, fast_model_server
 from .timing import compare
@@ -121,14 +119,6 @@ def call(session: Session, command: str) -> str:
     return said.content
 
 
-def how(place: str, command: str) -> str:
-    """How the shell tool runs ``command`` there (as
-    :func:`fencecall.tools.builtin.shell.runs_read_only` decides)."""
-    if place == "bwrap" and is_read_only(command):
-        return "one-shot read-only bwrap"
-    return "persistent shell"
-
-
 def places() -> list[str]:
     """Where to measure: the container, bwrap where it runs here, the host."""
     return ["container", *(["bwrap"] if sandbox_support().available else []), "host"]
@@ -163,7 +153,7 @@ def call_rows(cli: ContainerCli, image: str, root: Path, runs: int
         timings = compare(cases, budget=0.0, min_runs=runs, max_runs=runs)
     rows: list[dict[str, Any]] = [
         {"place": case.partition(": ")[0], "command": case.partition(": ")[2],
-         "how": how(*case.split(": ", 1)), "median ms": round(t.median * 1000, 3),
+         "median ms": round(t.median * 1000, 3),
          "min ms": round(t.min * 1000, 3), "runs": t.runs} for case, t in timings.items()]
     ratios = []
     for command in COMMANDS:
@@ -426,15 +416,14 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def targets(ratios: Sequence[dict[str, Any]]) -> str:
-    """The issue's target, judged on this run's medians of the commands that run in bwrap's
-    persistent shell (a read-only one pays for a new sandbox there, not in a container)."""
+    """The issue's target, judged on this run's medians."""
     said = [f"container/bwrap {r['container/bwrap']:.2f}x for `{r['command']}` "
             f"({'met' if r['container/bwrap'] <= CALL_TARGET else 'missed'})"
-            for r in ratios if "container/bwrap" in r and not is_read_only(r["command"])]
+            for r in ratios if "container/bwrap" in r]
     if not said:
         return "Targets: bwrap does not run here, so container/bwrap was not measured."
-    return (f"Targets: a container's shell call at most {CALL_TARGET:g}x a bwrap call "
-            "(persistent shells): " + "; ".join(said) + ".")
+    return (f"Targets: a container's shell call at most {CALL_TARGET:g}x a bwrap call: "
+            + "; ".join(said) + ".")
 
 
 def leftovers(cli: ContainerCli) -> list[str]:
