@@ -69,7 +69,6 @@ import platform
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -84,6 +83,7 @@ from fencecall.batch import BatchOptions, Task, TaskResult, run_batch
 from fencecall.config import load_config
 
 from . import fast_model_server
+from .machine import commit, processor
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"
@@ -484,20 +484,10 @@ def local_ray(shards: int, warm: Callable[[], None]) -> Iterator[float]:
 
 
 def machine(delay: float) -> dict[str, Any]:
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.partition(":")[2].strip()
-                break
-    commit = ""
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-                                capture_output=True, text=True, timeout=10).stdout.strip()
     return {"date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "cpus": os.cpu_count(),
-            "processor": model or platform.processor() or platform.machine(),
+            "processor": processor(),
             "machine": platform.machine(), "system": platform.platform(),
-            "python": platform.python_version(), "commit": commit,
+            "python": platform.python_version(), "commit": commit(),
             "load average": [round(x, 2) for x in os.getloadavg()],
             "memory total MiB": round(os.sysconf("SC_PHYS_PAGES") * PAGE / 2**20),
             "delay s": delay, "replies per task": REPLIES, "tool calls per task": CALLS}

@@ -85,6 +85,7 @@ from fencecall.sandbox import sandbox_support
 from fencecall.tools import Toolchain
 
 from . import eval_tasks, fast_model_server
+from .machine import commit, processor
 from .timing import compare
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -379,21 +380,11 @@ def command_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def machine(cli: ContainerCli) -> dict[str, Any]:
     """The machine, the commit and the container CLI, for the header and the JSON."""
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.partition(":")[2].strip()
-                break
-    commit = ""
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"],
-                                capture_output=True, text=True, timeout=10).stdout.strip()
     version = cli.call("version", "--format", "{{.Client.Version}}", check=False)
     return {"date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "cpus": os.cpu_count(),
-            "processor": model or platform.processor() or platform.machine(),
+            "processor": processor(),
             "machine": platform.machine(), "system": platform.platform(),
-            "python": platform.python_version(), "commit": commit,
+            "python": platform.python_version(), "commit": commit(),
             "load average": [round(x, 2) for x in os.getloadavg()],
             "container CLI": f"{cli.program} {version.stdout.strip()}".strip()}
 

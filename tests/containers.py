@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,3 +102,16 @@ def base_image() -> Iterator[str]:
     cli = container_cli()
     build_base(cli)
     yield BASE_IMAGE
+
+
+def cli_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The subcommands every :meth:`ContainerCli.call` runs from now on (the list grows)."""
+    seen: list[str] = []
+    original = ContainerCli.call
+
+    def call(self: ContainerCli, *args: str, **options: Any) -> Any:
+        seen.append(args[0])
+        return original(self, *args, **options)
+
+    monkeypatch.setattr(ContainerCli, "call", call)
+    return seen

@@ -17,7 +17,7 @@ import pytest
 from fencecall.environments import ContainerCli, ContainerEnvironment, _image_folders
 from fencecall.environments._image_folders import cached_folder
 
-from ..containers import base_image, container_cli
+from ..containers import base_image, cli_calls, container_cli
 
 __all__ = ["base_image"]
 
@@ -59,15 +59,7 @@ def tree(folder: Path) -> dict[str, Any]:
 def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list[str]]:
     """The cache in ``tmp_path``; the CLI's subcommands called meanwhile."""
     monkeypatch.setattr(_image_folders, "FOLDERS", tmp_path / "cache")
-    seen: list[str] = []
-    original = ContainerCli.call
-
-    def call(self: ContainerCli, *args: str, **options: Any) -> Any:
-        seen.append(args[0])
-        return original(self, *args, **options)
-
-    monkeypatch.setattr(ContainerCli, "call", call)
-    yield seen
+    yield cli_calls(monkeypatch)
 
 
 def test_a_folder_filled_from_the_cache_is_the_folder_copied_out_of_the_image(

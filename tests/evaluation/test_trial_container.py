@@ -7,15 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from fencecall.environments import ContainerCli, ContainerEnvironment, ContainerError
+from fencecall.environments import ContainerEnvironment, ContainerError
 from fencecall.evaluation._container import TrialContainer
 from fencecall.evaluation._task import EnvironmentSpec
 
-from ..containers import base_image, container_cli
+from ..containers import base_image, cli_calls, container_cli
 
 __all__ = ["base_image"]
 
@@ -27,25 +26,13 @@ def trial(base_image: str, tmp_path: Path) -> Iterator[TrialContainer]:
         yield TrialContainer(place, base_image, tmp_path / "logs")
 
 
-def subcommands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    seen: list[str] = []
-    original = ContainerCli.call
-
-    def call(self: ContainerCli, *args: str, **options: Any) -> Any:
-        seen.append(args[0])
-        return original(self, *args, **options)
-
-    monkeypatch.setattr(ContainerCli, "call", call)
-    return seen
-
-
 def test_files_are_read_in_one_exec_and_none_passes_for_another(
         trial: TrialContainer, monkeypatch: pytest.MonkeyPatch) -> None:
     # what a test's output could print to fake the frames of a plain boundary
     fake = "\\n+ \\n{\"reward\": 1}\\n- \\n"
     trial.as_root(f"printf 'out\\n{fake}' > /tmp/out.txt; printf '0.5' > /tmp/reward.txt; "
                   "head -c 5000 /dev/zero | tr '\\0' y > /tmp/long.txt; : > /tmp/empty.txt")
-    calls = subcommands(monkeypatch)
+    calls = cli_calls(monkeypatch)
     found = trial.read({"/tmp/out.txt": 1000, "/tmp/reward.json": 1000,
                         "/tmp/reward.txt": 1000, "/tmp/long.txt": 10, "/tmp/empty.txt": 10,
                         "/tmp/missing": 10})
@@ -66,7 +53,7 @@ def test_an_upload_is_one_cp_with_its_script_executable_and_later_folders_on_top
     (step / "test.sh").write_text("#!/bin/bash\necho step\n")
     (step / "data" / "more.txt").write_text("step's\n")
     (step / "link").symlink_to("data/more.txt")
-    calls = subcommands(monkeypatch)
+    calls = cli_calls(monkeypatch)
     trial.upload([task, step], "/tests", "test.sh")
     assert calls == ["cp"]
     ran = trial.run("stat -c '%a %U' /tests /tests/test.sh; /tests/test.sh; "
@@ -78,7 +65,7 @@ def test_an_upload_is_one_cp_with_its_script_executable_and_later_folders_on_top
 
 def test_the_logs_folders_are_the_trials_own_mounted_with_no_exec_or_cp(
         base_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = subcommands(monkeypatch)
+    calls = cli_calls(monkeypatch)
     spec = EnvironmentSpec(None, docker_image=base_image, network=False)
     logs = tmp_path / "logs"
     trial = TrialContainer.start(container_cli(), base_image, spec, {}, tmp_path / "files",
