@@ -13,7 +13,10 @@ from ..accounting.tokens import Tally
 from ..images import OPENAI_SIDE, encoded
 from ..message import ImageRef, Message, TokenLogprob, Unencodable, Usage
 from ..tools.spec import api_name
+from . import _sse as sse
+from ._gate import Failure
 from ._sdk import Sdk, SdkProvider
+from ._sse import EventStream, SseClient
 from .base import (
     ChatRequest,
     NativeCall,
@@ -172,18 +175,20 @@ class _Chunks:
         yield end_of_stream(where, self.stop_reason)
 
 
-class OpenAIProvider(SdkProvider[openai.OpenAI, openai.AsyncOpenAI, object]):
+class OpenAIProvider(SdkProvider[openai.OpenAI, SseClient, object]):
     """Streams from any server speaking the OpenAI chat-completions protocol.
 
-    Requests go through the SDK's client (its retries, timeouts, errors and stream reading)
-    as plain JSON: our messages are already plain dicts, and the typed ``create`` call
-    re-walks them against the SDK's type hints and builds a model object per chunk, which
-    was most of a batch task's time (see ``benchmarks/batch.py``). The rest, ``astream``'s
-    gate included, is :class:`~fencecall.providers._sdk.SdkProvider`'s.
+    ``stream`` goes through the SDK's client (its retries, timeouts, errors and stream
+    reading) as plain JSON: our messages are already plain dicts, and the typed ``create``
+    call re-walks them against the SDK's type hints and builds a model object per chunk.
+    ``astream``, a batch's path, sends the same JSON with the SDK's HTTP client class, base
+    URL and headers, and reads the events itself (:mod:`._sse`): the SDK's work per request
+    was a third of fencecall's CPU per batch task (see ``benchmarks/batch.py``). The rest,
+    ``astream``'s gate included, is :class:`~fencecall.providers._sdk.SdkProvider`'s.
     """
 
     sdk = Sdk(
-        openai.OpenAI, openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, openai.APIError,
+        openai.OpenAI, None, openai.DefaultAsyncHttpxClient, openai.APIError,
         openai.APIConnectionError, openai.APIStatusError)
     default_name = "openai"
     gives_logprobs = True
@@ -206,10 +211,22 @@ class OpenAIProvider(SdkProvider[openai.OpenAI, openai.AsyncOpenAI, object]):
         return client.post("/chat/completions", body=arguments, cast_to=object, stream=True,
                            stream_cls=openai.Stream[object])
 
-    async def _aopen(self, client: openai.AsyncOpenAI,
-                     arguments: dict[str, Any]) -> openai.AsyncStream[object]:
-        return await client.post("/chat/completions", body=arguments, cast_to=object,
-                                 stream=True, stream_cls=openai.AsyncStream[object])
+    async def _aopen(self, client: SseClient, arguments: dict[str, Any]) -> EventStream:
+        return await client.open("/chat/completions", arguments)
 
     def _reader(self) -> _Chunks:
         return _Chunks()
+
+    def _async_client(self) -> SseClient:
+        sync = self._client
+        headers = {name: value for name, value in {**sync.default_headers,
+                                                   **sync.auth_headers}.items()
+                   if isinstance(value, str)}
+        return SseClient(self._http_client(), str(sync.base_url), headers)
+
+    @property
+    def _async_errors(self) -> tuple[type[Exception], ...]:
+        return sse.ERRORS
+
+    def _failure(self, err: Exception) -> Failure | None:
+        return sse.failure(err)

@@ -75,7 +75,8 @@ class Sdk(Generic[S, A]):
     (``error``, their base; a connection that failed; an HTTP status)."""
 
     client: SyncClientClass[S]
-    async_client: AsyncClientClass[A]
+    async_client: AsyncClientClass[A] | None
+    """None where the provider makes its own async clients (``_async_client``)."""
     http_client: type[httpx2.AsyncClient]
     """The SDK's own async HTTP client class (its ``DefaultAsyncHttpxClient``)."""
     error: type[Exception]
@@ -115,7 +116,7 @@ class SdkProvider(ABC, Generic[S, A, C]):
 
     def astream(self, request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:
         where = self._where()
-        return aread_stream(where, self.sdk.error, self.gate.request(
+        return aread_stream(where, self._async_errors, self.gate.request(
             lambda: self._aopen(self._async_clients.get().next(), self._arguments(request)),
             where, self._failure), self._reader(), request)
 
@@ -141,6 +142,11 @@ class SdkProvider(ABC, Generic[S, A, C]):
     def _reader(self) -> ChunkReader[C]:
         """A new reader of one reply's chunks."""
 
+    @property
+    def _async_errors(self) -> type[Exception] | tuple[type[Exception], ...]:
+        """What the async path raises that is the server's or the network's doing."""
+        return self.sdk.error
+
     def _where(self) -> str:
         """The provider as its errors name it."""
         return f"{self.name} ({self.url})"
@@ -149,9 +155,17 @@ class SdkProvider(ABC, Generic[S, A, C]):
         return sdk_failure(err, self.sdk.connection_error, self.sdk.status_error)
 
     def _async_client(self) -> A:
+        """A new async client of the SDK's (one of :class:`~._gate.Clients`), retrying
+        nothing: the gate retries."""
+        if self.sdk.async_client is None:
+            raise NotImplementedError(f"{type(self).__name__} makes its own async clients")
         sync = self._client
-        limits = httpx2.Limits(max_connections=self.gate.limit,
-                               max_keepalive_connections=self.gate.limit)
         return self.sdk.async_client(
             api_key=sync.api_key, base_url=sync.base_url, timeout=sync.timeout, max_retries=0,
-            http_client=self.sdk.http_client(limits=limits, timeout=sync.timeout))
+            http_client=self._http_client())
+
+    def _http_client(self) -> httpx2.AsyncClient:
+        """The SDK's HTTP client class, with room for the gate's limit, kept alive."""
+        limits = httpx2.Limits(max_connections=self.gate.limit,
+                               max_keepalive_connections=self.gate.limit)
+        return self.sdk.http_client(limits=limits, timeout=self._client.timeout)

@@ -106,7 +106,8 @@ def end_of_stream(where: str, stop_reason: str | None) -> StreamEnd:
 
 
 @contextmanager
-def vendor_errors(where: str, errors: type[Exception]) -> Iterator[None]:
+def vendor_errors(where: str, errors: type[Exception] | tuple[type[Exception], ...]
+                  ) -> Iterator[None]:
     """Translate a vendor SDK's errors (``errors``, its base class) into
     :class:`ProviderError`, in one place."""
     try:
@@ -281,7 +282,7 @@ def read_stream(where: str, errors: type[Exception], open_stream: Callable[[], C
     yield from watch.ending(reader, where)
 
 
-async def aread_stream(where: str, errors: type[Exception],
+async def aread_stream(where: str, errors: type[Exception] | tuple[type[Exception], ...],
                        opening: AbstractAsyncContextManager[AsyncChunks[C]],
                        reader: ChunkReader[C],
                        request: ChatRequest) -> AsyncGenerator[StreamEvent, None]:

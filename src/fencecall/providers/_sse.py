@@ -1,0 +1,170 @@
+"""Chat-completions replies read straight off an async HTTP response, for the batch's path.
+
+On an event loop running a thousand sessions, the OpenAI SDK's own work per request (its
+request options, copies and checks, its stream objects) was a third of fencecall's CPU per
+batch task; a chat-completions request is one JSON POST answered by server-sent events, so
+the async path sends it with the SDK's HTTP client class, headers and base URL, and reads the
+events here. Errors read as the SDK's do (``Error code: 429 - message``), so both paths of a
+provider say the same; what a server sends is bounded (an error's body, the rest of a stream
+after ``[DONE]``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx2
+
+from ._gate import Failure, retry_after
+
+ERROR_BODY_LIMIT = 64 * 1024
+"""Bytes of a refused request's body read for its message; the rest is not waited for."""
+DRAIN_LIMIT = 64 * 1024
+"""Bytes read after ``[DONE]`` so that the connection can be kept; a server that sends more
+gets its connection closed instead."""
+EVENT_LIMIT = 16 * 1024 * 1024
+"""Bytes of one server-sent event at most: a server that never ends one is not buffered
+without end."""
+MESSAGE_LIMIT = 2000
+"""Characters of a server's error message kept in the error."""
+DEFAULT_STREAM_ERROR = "An error occurred during streaming"
+
+
+class StatusError(Exception):
+    """The server refused the request (an HTTP status of 400 or more); the gate reads
+    ``status_code`` and the headers (``Retry-After``) of ``response``."""
+
+    def __init__(self, response: httpx2.Response, body: bytes):
+        self.status_code = response.status_code
+        self.response = response
+        message = _error_message(body)
+        super().__init__(f"Error code: {response.status_code}"
+                         + (f" - {message[:MESSAGE_LIMIT]}" if message else ""))
+
+
+class StreamError(Exception):
+    """The server reported an error in the middle of the reply's events."""
+
+
+def _error_message(body: bytes) -> str | None:
+    """The ``error.message`` (or ``message``) of a JSON error body, as the SDK shows it."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    error = data.get("error", data) if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) and message else None
+
+
+def failure(err: Exception) -> Failure | None:
+    """The gate's view of an error of :meth:`SseClient.open`: a status, no answer at all, or
+    neither (raised as it is)."""
+    if isinstance(err, StatusError):
+        return Failure(err.status_code, retry_after(err.response.headers))
+    if isinstance(err, httpx2.TransportError):
+        return Failure(None)
+    return None
+
+
+ERRORS = (httpx2.HTTPError, httpx2.InvalidURL, StatusError, StreamError)
+"""What the async path raises that is the server's or the network's doing."""
+
+
+class SseClient:
+    """One HTTP connection pool that POSTs JSON to ``base_url`` with ``headers`` and opens
+    the reply as an :class:`EventStream`."""
+
+    def __init__(self, http: httpx2.AsyncClient, base_url: str, headers: Mapping[str, str]):
+        self._http = http
+        self._base_url = base_url.rstrip("/")
+        self._headers = {**headers, "Accept": "text/event-stream"}
+
+    async def open(self, path: str, body: dict[str, Any]) -> EventStream:
+        """Sends ``body`` (ASCII JSON: a lone surrogate in a message stays an escape); a
+        refusal is :class:`StatusError`, read and closed."""
+        request = self._http.build_request("POST", self._base_url + path,
+                                           content=json.dumps(body).encode(),
+                                           headers=self._headers)
+        response = await self._http.send(request, stream=True)
+        if response.status_code >= 400:
+            try:
+                raise StatusError(response, await _head(response, ERROR_BODY_LIMIT))
+            finally:
+                await response.aclose()
+        return EventStream(response)
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+
+async def _head(response: httpx2.Response, limit: int) -> bytes:
+    """At most ``limit`` bytes of the body; whether more came is not waited for."""
+    return await _take(response.aiter_bytes(), limit)
+
+
+async def _take(pieces: AsyncIterator[bytes], limit: int) -> bytes:
+    taken = bytearray()
+    async for piece in pieces:
+        taken += piece
+        if len(taken) >= limit:
+            break
+    return bytes(taken[:limit])
+
+
+class EventStream:
+    """The JSON objects of a reply's ``data:`` events, up to ``[DONE]`` (whose rest is read,
+    bounded, so that an HTTP/1.1 connection goes back to its pool); an error event raises
+    :class:`StreamError`."""
+
+    def __init__(self, response: httpx2.Response):
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[object]:
+        pieces = self._response.aiter_bytes()
+        async for data in _event_data(pieces):
+            if data.startswith("[DONE]"):
+                if self._response.http_version == "HTTP/1.1":
+                    await _take(pieces, DRAIN_LIMIT)
+                return
+            chunk = json.loads(data)
+            if isinstance(chunk, dict) and (error := chunk.get("error")):
+                message = error.get("message") if isinstance(error, dict) else None
+                raise StreamError(message[:MESSAGE_LIMIT] if isinstance(message, str)
+                                  and message else DEFAULT_STREAM_ERROR)
+            yield chunk
+
+    async def close(self) -> None:
+        await self._response.aclose()
+
+
+async def _event_data(pieces: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """The data of each server-sent event (its ``data:`` lines joined by newlines), as the
+    SDK's decoder reads them: an event ends at an empty line (after CR, LF or CRLF), and
+    comments and other fields are skipped."""
+    pending = b""
+    async for piece in pieces:
+        pending += piece
+        start = 0
+        while (end := _EVENT_END.search(pending, start)) is not None:
+            if (data := _data(pending[start:end.start()])) is not None:
+                yield data
+            start = end.end()
+        pending = pending[start:]
+        if len(pending) > EVENT_LIMIT:
+            raise StreamError(f"an event of over {EVENT_LIMIT} bytes")
+    if (data := _data(pending)) is not None:
+        yield data
+
+
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
+
+def _data(event: bytes) -> str | None:
+    """The joined ``data:`` lines of one event, or None when it has none."""
+    found = [line[6:] if line.startswith(b"data: ") else line[5:]
+             for line in event.splitlines() if line.startswith(b"data:")]
+    return b"\n".join(found).decode() if found else None
