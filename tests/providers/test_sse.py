@@ -5,7 +5,9 @@ a raw HTTP server that sends exactly the bytes each test gives it."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -181,3 +183,23 @@ async def _events(data: bytes, cuts: list[int]) -> list[str]:
 def test_events_are_the_same_wherever_the_bytes_are_split(cuts: list[int]) -> None:
     data = b"".join(STREAM)
     assert asyncio.run(_events(data, cuts)) == ['{"a": 1}', "x\ny", "z", "last"]
+
+
+def _read_without_aclose(url: str) -> list[StreamEvent]:
+    provider = OpenAIProvider(api_key="k", base_url=url, max_retries=0)
+
+    async def scenario() -> list[StreamEvent]:
+        return [event async for event in provider.astream(REQUEST)]
+
+    return asyncio.run(scenario())
+
+
+def test_clients_left_open_are_closed_when_their_loop_ends(
+        serve: Callable[..., RawServer], caplog: pytest.LogCaptureFixture) -> None:
+    """A library user's ``asyncio.run(agent.arun(...))`` never calls ``aclose``: the loop's
+    end closes the connections, and nothing is left to the garbage collector to complain of."""
+    server = serve(chunked(GOOD))
+    with caplog.at_level(logging.DEBUG):
+        assert isinstance(_read_without_aclose(server.url)[-1], StreamEnd)
+        gc.collect()
+    assert not [r for r in caplog.records if "nclosed" in r.getMessage()]

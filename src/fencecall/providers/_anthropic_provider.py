@@ -167,7 +167,7 @@ class AnthropicProvider(
     """
 
     sdk = Sdk(
-        anthropic.Anthropic, anthropic.AsyncAnthropic, anthropic.DefaultAsyncHttpxClient,
+        anthropic.Anthropic, anthropic.AsyncAnthropic, anthropic.DefaultAioHttpClient,
         anthropic.APIError, anthropic.APIConnectionError, anthropic.APIStatusError)
     default_name = "anthropic"
 

@@ -16,7 +16,7 @@ import math
 import random
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -169,18 +169,47 @@ C = TypeVar("C", bound=_Closable)
 class Clients(Generic[C]):
     """A provider's async HTTP clients on one loop, handed out in turn (see
     :data:`POOL_CONNECTIONS`); each may open up to the gate's whole limit, so none waits
-    while another has room."""
+    while another has room. Made on the running loop, and closed when it shuts down if
+    their owner has not closed them before (see :func:`_closing_at_shutdown`)."""
 
     def __init__(self, make: Callable[[], C], limit: int):
         self.all = tuple(make() for _ in range(max(1, -(-limit // POOL_CONNECTIONS))))
         self._turn = itertools.count()
+        self._closed = False
+        self._guard = _closing_at_shutdown(self.aclose)
 
     def next(self) -> C:
         return self.all[next(self._turn) % len(self.all)]
 
     async def aclose(self) -> None:
+        """Closes every client, once."""
+        if self._closed:
+            return
+        self._closed = True
         for client in self.all:
             await client.close()
+
+
+def _closing_at_shutdown(close: Callable[[], Awaitable[None]]) -> AsyncGenerator[None, None]:
+    """An async generator, suspended on the running loop, that awaits ``close`` when it is
+    closed: ``asyncio.run`` closes every such generator before its loop ends
+    (``shutdown_asyncgens``), so clients whose owner never closed them (a library user's
+    ``asyncio.run(agent.arun(...))``) are closed on their own loop, not left to the garbage
+    collector, which would print aiohttp's "Unclosed connector". Keep a reference to it:
+    one that is collected is closed at once."""
+    async def guard() -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            await close()
+
+    generator = guard()
+    asyncio.get_running_loop().create_task(_start(generator))
+    return generator
+
+
+async def _start(generator: AsyncGenerator[None, None]) -> None:
+    await anext(generator)
 
 
 class Gate:

@@ -188,7 +188,7 @@ class OpenAIProvider(SdkProvider[openai.OpenAI, SseClient, object]):
     """
 
     sdk = Sdk(
-        openai.OpenAI, None, openai.DefaultAsyncHttpxClient, openai.APIError,
+        openai.OpenAI, None, openai.DefaultAioHttpClient, openai.APIError,
         openai.APIConnectionError, openai.APIStatusError)
     default_name = "openai"
     gives_logprobs = True

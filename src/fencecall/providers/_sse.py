@@ -3,10 +3,10 @@
 On an event loop running a thousand sessions, the OpenAI SDK's own work per request (its
 request options, copies and checks, its stream objects) was a third of fencecall's CPU per
 batch task; a chat-completions request is one JSON POST answered by server-sent events, so
-the async path sends it with the SDK's HTTP client class, headers and base URL, and reads the
-events here. Errors read as the SDK's do (``Error code: 429 - message``), so both paths of a
-provider say the same; what a server sends is bounded (an error's body, the rest of a stream
-after ``[DONE]``).
+the async path sends it with the SDK's HTTP client class (over aiohttp), headers and base
+URL, and reads the events here. Errors read as the SDK's do (``Error code: 429 - message``),
+so both paths of a provider say the same; what a server sends is bounded (an error's body,
+an event, the rest of a stream after ``[DONE]``).
 """
 
 from __future__ import annotations
