@@ -321,14 +321,16 @@ def _results(session: CallRunner, use: ToolUse, history: tuple[Message, ...],
 
 
 def _run(invocation: ToolInvocation, history: tuple[Message, ...]) -> Iterator[Message]:
-    """Pre hooks, confirmation (unless a pre hook allowed the call), then the tool itself."""
+    """Pre hooks, confirmation (unless a pre hook allowed the call, or every call is approved:
+    then neither the tool's rule nor its preview is worked out), then the tool itself."""
     spec, context = invocation.spec, invocation.context
     pre = context.hooks.run(TOOL_PRE_EXECUTE, ToolPreExecute(invocation, history))
     yield from pre.messages
     if pre.blocked is not None:
         yield system(f"The {spec.name} call was blocked: {pre.blocked.reason}", Status.BLOCKED)
         return
-    if pre.allowed is None and _needs_confirmation(invocation):
+    if pre.allowed is None and not context.approves_every_call \
+            and _needs_confirmation(invocation):
         preview = spec.preview(invocation) if spec.preview else None
         answer = invocation.confirm(f"Run {spec.name}?", preview)
         if not answer:

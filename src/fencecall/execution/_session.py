@@ -272,7 +272,7 @@ class Session:
         """Ask through the session's confirm function, offering to remember the narrowest
         permission rules that allow the call (an "always allow" answer adds them)."""
         spec = self.toolchain.get(request.tool)
-        if request.remember is None and spec is not None:
+        if request.remember is None and spec is not None and not self.approves_every_call:
             invocation = ToolInvocation(request.call, spec, request.kwargs, self)
             request = replace(request, remember=self.permissions.offer(invocation))
         return self._confirm(request)
