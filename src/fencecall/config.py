@@ -99,6 +99,7 @@ from .defaults import (
 from .environments._choice import CHOICES, parse_environment
 from .errors import UserError, new_names, unknown_settings
 from .parsing import FORMATS, MARKDOWN, CallFormat
+from .realpath import real_path
 from .sandbox import ResourceLimits, SandboxPolicy
 from .tools.permission_rules import PermissionRules, RuleError, parse_rule
 from .tools.user_hooks import HookDeclarationError, UserHook, read_hooks
@@ -368,10 +369,10 @@ def check_apart(config: Config, folders: Iterable[tuple[str, Path]]) -> None:
     workspace beside the file or below its folder is fine: the model may write there, not the
     file). ``folders`` are (what it is, path): the workspace and the other writable roots.
     Real paths are compared, so a link leading into a root counts as inside it."""
-    home = config.home.expanduser().resolve()
-    file = config.path.expanduser().resolve() if config.path is not None else None
+    home = real_path(config.home.expanduser())
+    file = real_path(config.path.expanduser()) if config.path is not None else None
     for what, folder in folders:
-        real = folder.expanduser().resolve()
+        real = real_path(folder.expanduser())
         if home.is_relative_to(real):
             raise ConfigError(f"the fencecall home folder {home} is inside {what} {real}, "
                               "where the model may write: set FENCECALL_HOME to a folder "

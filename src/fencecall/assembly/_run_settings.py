@@ -26,6 +26,7 @@ from ..config import READERS, Compaction, Config, ConfigError, ModelSettings, Pr
 from ..defaults import BACKGROUND_AFTER, COMPACTION, MAX_JOBS, RESULT_SHARE
 from ..environments import parse_environment
 from ..parsing import CallFormat, get_format
+from ..realpath import real_path
 from ..sandbox import SandboxPolicy
 from ..tools.permission_rules import PermissionRules, Rule
 
@@ -203,9 +204,9 @@ def resolve_settings(config: Config, *overrides: Overrides,
     said = merge(said, _model_layer(per_model), _file_layer(config))
     window = _window(config, said, model, ask_server, served)
     prompt = replace(per_model, context_window=window, prompt=said.prompt).prompt_mode()
-    workspace = (said.workspace or Path.cwd()).expanduser().resolve()
+    workspace = real_path((said.workspace or Path.cwd()).expanduser())
     environment = _environment(said.environment, config.environment)
-    roots = dict.fromkeys((workspace, *(root.expanduser().resolve() for root in said.roots)))
+    roots = dict.fromkeys((workspace, *(real_path(root.expanduser()) for root in said.roots)))
     reply_limit = said.max_tokens
     if reply_limit is None:
         reply_limit = (min(config.max_tokens, window // REPLY_SHARE) if window

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import Config, ConfigError, check_apart
 from ..execution import Session
 from ..execution.permissions import Permissions
+from ..realpath import real_path
 from ..sandbox import Sandbox, choose_sandbox
 from ..secrecy import Redactor, scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, HookRegistry, Toolchain
@@ -84,7 +85,7 @@ def make_workspace(folder: Path) -> None:
     """Make the workspace if only its last folder is missing; refuse one that is a file, a
     kernel folder (``/proc``, ``/sys``, ``/dev``), or whose parent is missing too: a typo
     must not make a tree of folders from the root."""
-    real = folder.expanduser().resolve()
+    real = real_path(folder.expanduser())
     if any(real.is_relative_to(kernel) for kernel in _KERNEL_FOLDERS):
         raise ConfigError(f"the workspace {folder} is in a kernel folder ({real}): choose a "
                           "folder of files")

@@ -51,6 +51,7 @@ from ..providers import (
     StreamEvent,
     has_astream,
 )
+from ..realpath import real_path
 from ..sandbox import Sandbox, choose_sandbox
 from ..secrecy import tool_environment
 from ..tools import Block, HookRegistry, ResourceKey, Toolchain
@@ -389,7 +390,7 @@ class TaskRunner:
     async def arun(self, task: Task, stop: Stop) -> TaskResult:
         """Run ``task`` to its end; every failure is the result's status. Cancelled once
         ``stop`` fired, it ends as stopped (or timed out) with what it has so far."""
-        folder = self.options.folder.resolve() / "tasks" / folder_name(task.id)
+        folder = real_path(self.options.folder) / "tasks" / folder_name(task.id)
         attempt = _Attempt(folder, folder / "workspace")
         status: Outcome = Outcome.ERROR
         error: str | None = None
@@ -478,7 +479,7 @@ class TaskRunner:
         if workspace.is_dir() and status is not Outcome.STOPPED:
             try:
                 changes = diff(workspace, attempt.base,
-                               Sandbox(self.policy, (workspace.resolve(),)))
+                               Sandbox(self.policy, (real_path(workspace),)))
             except WorkspaceError as err:
                 error = f"{error}; {err}" if error else str(err)
         if workspace.is_dir() and _removes(self.options.keep_workspaces, status):

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..realpath import real_path
 from ..sandbox import Sandbox, clean_path, host_program
 from ..tools.runtime.file_io import atomic_write
 from ..tools.workspace import locate
@@ -67,7 +68,7 @@ def prepare(spec: WorkspaceSpec, folder: Path) -> str | None:
             _git(["checkout", "--quiet", "--detach", spec.ref or "HEAD"], folder)
         else:
             folder.mkdir(parents=True)
-        root = folder.resolve()
+        root = real_path(folder)
         for name, text in spec.files.items():  # a link the copy or clone holds stays inside
             with locate(name, [root]) as place:
                 atomic_write(place, text)

@@ -22,6 +22,7 @@ from ..defaults import BACKGROUND_AFTER, MAX_JOBS
 from ..environments import Environment
 from ..message import Message
 from ..parsing import MARKDOWN, Diagnostic, FormatLike, ToolCall, parse
+from ..realpath import real_path
 from ..sandbox import (
     ResourceLimits,
     Sandbox,
@@ -98,8 +99,8 @@ class Session:
         if environment is not None:
             workspace = environment.files
             sandbox = Sandbox(SandboxPolicy.OFF, limits=_limits(sandbox))
-        self._workspace = Path(workspace if workspace is not None else Path.cwd()).resolve()
-        self._roots = (self._workspace, *(Path(r).resolve() for r in extra_roots))
+        self._workspace = real_path(Path(workspace if workspace is not None else Path.cwd()))
+        self._roots = (self._workspace, *(real_path(Path(r)) for r in extra_roots))
         self._read_roots: tuple[Path, ...] = ()
         self._output_limit = DEFAULT_OUTPUT_LIMIT
         self._deadline: float | None = None

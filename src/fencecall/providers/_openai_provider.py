@@ -218,10 +218,12 @@ class OpenAIProvider(SdkProvider[openai.OpenAI, SseClient, object]):
         return _Chunks()
 
     def _async_client(self) -> SseClient:
+        """The SDK's headers but its telemetry (``X-Stainless-*``): each header is work for
+        every request."""
         sync = self._client
         headers = {name: value for name, value in {**sync.default_headers,
                                                    **sync.auth_headers}.items()
-                   if isinstance(value, str)}
+                   if isinstance(value, str) and not name.startswith("X-Stainless")}
         return SseClient(self._http_client(), str(sync.base_url), headers)
 
     @property

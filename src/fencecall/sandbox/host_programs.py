@@ -29,8 +29,21 @@ def clean_path(path: str, roots: Sequence[Path]) -> str:
 def host_program(name: str, roots: Sequence[Path] = ()) -> str | None:
     """The absolute path of the program ``name``: from the system's folders, else from
     fencecall's own PATH cleaned by :func:`clean_path`."""
-    return shutil.which(name, path=SYSTEM_PATH) or shutil.which(
+    return _system_program(name) or shutil.which(
         name, path=clean_path(os.environ.get("PATH", os.defpath), roots))
+
+
+_FOUND: dict[str, str] = {}
+
+
+def _system_program(name: str) -> str | None:
+    """``name`` in the system's folders, looked up once: a batch starts programs (bwrap,
+    nsenter...) for every task, and what root's folders hold does not move under it. A
+    program not found there is looked up again each time (it may be installed later)."""
+    if (found := _FOUND.get(name)) is None and \
+            (found := shutil.which(name, path=SYSTEM_PATH)) is not None:
+        _FOUND[name] = found
+    return found
 
 
 def inside(path: Path, roots: Sequence[Path]) -> bool:
