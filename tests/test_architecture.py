@@ -18,7 +18,8 @@ PACKAGE = Path(fencecall.__file__).parent
 
 LAYERS = (
     ("fencecall._lazy", "fencecall.defaults", "fencecall.errors", "fencecall.jsonl",
-     "fencecall.message", "fencecall.parsing", "fencecall.secrecy", "fencecall.telemetry"),
+     "fencecall.message", "fencecall.parsing", "fencecall.realpath", "fencecall.secrecy",
+     "fencecall.telemetry"),
     ("fencecall.images",),
     ("fencecall.accounting", "fencecall.log_records"),
     ("fencecall.sandbox",),
