@@ -2,11 +2,13 @@
 as ``fencecall-launch``) that starts a limited or sandboxed program in one exec, and holds a
 conversation's network namespace.
 
-Without it, a sandboxed shell started as ``sh`` (joining its control groups), then
-``prlimit``, then ``nsenter``, then bwrap: four programs to load, each costing more CPU than
-the launcher's whole run, and the conversation's namespaces came from setpriv, a bwrap (with
-a mount namespace of its own) and cat. Where it was not built (no C compiler), those
-programs are used as before: see :func:`~._resource_limits.limited` and :mod:`._netns`.
+Every limited or sandboxed process starts through it, so its cost is paid per shell and
+per run: without it, ``sh`` joins the control groups, then ``prlimit`` sets the rlimits, then
+``nsenter`` enters the conversation's network, three programs to load before bwrap (several
+times the CPU of the launcher), and the conversation's namespaces come from setpriv, a
+bwrap (with a mount namespace of its own) and cat, where the launcher makes them alone, for
+about a quarter of the CPU. Where it was not built (no C compiler), those programs are used
+as before: see :func:`~._resource_limits.limited` and :mod:`._netns`.
 """
 
 from __future__ import annotations
