@@ -1,10 +1,10 @@
-"""One network namespace per conversation, with real bwrap and nsenter.
+"""One network namespace per conversation, with real bwrap, and the launcher or nsenter.
 
 A server the model starts in one sandbox must be reachable from the conversation's other
 sandboxes (read-only runs, the python tool), and from nothing else: not another conversation,
 and the host's loopback must stay out of reach. The sandbox must still die with fencecall
-when it is started through nsenter, and where nsenter is missing or fails, each sandbox keeps a
-loopback of its own, as before.
+when it is started through the launcher or nsenter, and where the launcher was not built and
+nsenter is missing or fails, each sandbox keeps a loopback of its own, as before.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from fencecall.sandbox import _bwrap as sandbox_module
+from fencecall.sandbox import _launch
 from fencecall.sandbox import _netns as netns
 from fencecall.sandbox._bwrap import (
     Sandbox,
@@ -62,7 +63,9 @@ Serve = Callable[[Sandbox], None]
 
 
 @pytest.fixture
-def network() -> Iterator[SharedNetwork]:
+def network(launch_mode: str) -> Iterator[SharedNetwork]:
+    """The conversation's network, made and entered by the launcher or by bwrap and
+    nsenter."""
     with SharedNetwork.create() as made:
         yield made
 
@@ -157,15 +160,18 @@ class _Hello(http.server.BaseHTTPRequestHandler):
 
 _PARENT = """\
 import sys, time
+from fencecall.sandbox import _launch
 from fencecall.sandbox._netns import SharedNetwork
 from fencecall.sandbox.host_programs import host_program
 from fencecall.sandbox._processes import start_process
 from fencecall.sandbox._bwrap import Sandbox, SandboxPolicy
 
+if sys.argv[2] == "util-linux":
+    _launch.PROGRAM = None
 sandbox = Sandbox(SandboxPolicy.READ_ONLY, shared_network=SharedNetwork.create())
 argv = sandbox.command([sys.executable, "-c",
                         "import time; print('up', flush=True); time.sleep(600)", sys.argv[1]])
-assert argv[0].endswith("nsenter")
+assert argv[0].endswith("nsenter" if sys.argv[2] == "util-linux" else "fencecall-launch")
 start_process(argv, pass_fds=sandbox.pass_fds, start_new_session=True)
 time.sleep(600)
 """
@@ -173,9 +179,10 @@ time.sleep(600)
 
 @needs_bwrap
 @needs_sharing
-def test_a_sandbox_started_through_nsenter_dies_with_its_parent() -> None:
+def test_a_sandbox_that_joins_the_network_dies_with_its_parent(launch_mode: str) -> None:
     marker = f"fencecall-netns-{os.getpid()}-{time.monotonic_ns()}"
-    parent = subprocess.Popen([sys.executable, "-c", _PARENT, marker], stdout=subprocess.PIPE)
+    parent = subprocess.Popen([sys.executable, "-c", _PARENT, marker, launch_mode],
+                              stdout=subprocess.PIPE)
     assert parent.stdout is not None
     try:
         assert select.select([parent.stdout], [], [], 30)[0], "the sandbox did not start"
@@ -195,6 +202,7 @@ def test_a_sandbox_started_through_nsenter_dies_with_its_parent() -> None:
 @needs_bwrap
 def test_without_nsenter_each_sandbox_keeps_a_loopback_of_its_own(
         monkeypatch: pytest.MonkeyPatch, workspace: Path) -> None:
+    monkeypatch.setattr(_launch, "PROGRAM", None)
     monkeypatch.setattr(netns, "host_program", lambda name, *rest: (
         None if name == "nsenter" else host_program(name, *rest)))
     with pytest.raises(OSError, match="nsenter"):
@@ -215,6 +223,7 @@ def test_a_failing_nsenter_is_explained(monkeypatch: pytest.MonkeyPatch,
     failing.write_text("#!/bin/sh\necho 'nsenter: reassociate to namespace failed' >&2\n"
                        "exit 1\n")
     failing.chmod(0o755)
+    monkeypatch.setattr(_launch, "PROGRAM", None)
     monkeypatch.setattr(netns, "host_program", lambda name, *rest: (
         str(failing) if name == "nsenter" else host_program(name, *rest)))
     reason = sandbox_module._network_probe.__wrapped__()
@@ -289,31 +298,36 @@ def test_a_holder_dies_with_fencecall_even_before_bwrap_sets_its_own_signal(
 
 
 _ORPHAN = """\
-import subprocess, sys
+import os, subprocess, sys
 from fencecall.sandbox import _netns as netns
-holder = subprocess.Popen(netns._holder_argv(sys.argv[1], "cat", 0), start_new_session=True,
-                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
-print(holder.pid)
+for argv in (netns._holder_argv(sys.argv[1], "cat", 0),
+             [sys.argv[1], "--hold", netns._MARK, str(os.getpid())]):  # the launcher's
+    holder = subprocess.Popen(argv, start_new_session=True, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(holder.pid)
 """
 
 
 def test_holders_a_dead_fencecall_left_are_swept_and_no_others(tmp_path: Path) -> None:
     fake = _stuck_bwrap(tmp_path)
     left = subprocess.run([sys.executable, "-c", _ORPHAN, str(fake)], capture_output=True,
-                          text=True, check=True)  # it exits: its holder is left behind
-    orphan = int(left.stdout)
-    mine = subprocess.Popen(netns._holder_argv(str(fake), "cat", 0), stdin=subprocess.DEVNULL)
+                          text=True, check=True)  # it exits: its holders are left behind
+    orphans = [int(pid) for pid in left.stdout.split()]
+    mine = [subprocess.Popen(argv, stdin=subprocess.DEVNULL) for argv in (
+        netns._holder_argv(str(fake), "cat", 0),
+        [str(fake), "--hold", netns._MARK, str(os.getpid())])]
     unmarked = subprocess.Popen([str(fake), "--setenv", "FENCECALL", "1"])
     try:
-        assert alive(orphan)
+        assert len(orphans) == 2 and all(alive(orphan) for orphan in orphans)
         swept = netns.sweep_holders()
-        assert orphan in swept and mine.pid not in swept and unmarked.pid not in swept
-        assert _await_gone([orphan]) == []
-        assert mine.poll() is None and unmarked.poll() is None
+        assert sorted(set(swept) & {*orphans, *(p.pid for p in mine), unmarked.pid}) == \
+            sorted(orphans)
+        assert _await_gone(orphans) == []
+        assert all(proc.poll() is None for proc in (*mine, unmarked))
     finally:
-        for proc in (mine, unmarked):
+        for proc in (*mine, unmarked):
             proc.kill()
             proc.wait()
-        if alive(orphan):
-            os.kill(orphan, signal.SIGKILL)
+        for orphan in orphans:
+            if alive(orphan):
+                os.kill(orphan, signal.SIGKILL)

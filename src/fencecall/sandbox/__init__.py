@@ -10,6 +10,8 @@ below :mod:`fencecall.tools`, which runs its shells and interpreters through it)
 - :mod:`._netns`: that loopback, one private network namespace (:class:`SharedNetwork`);
 - :mod:`._seccomp`: the filter of runs nobody confirmed (:func:`unconfirmed_filter`);
 - :mod:`._resource_limits`: rlimits and control groups (:class:`ResourceLimits`);
+- :mod:`._launch`: the small C program that joins a process's groups, sets its rlimits and
+  enters its network in one exec, and holds a conversation's network namespace;
 - :mod:`._processes`: starting sandboxed processes so that they die with fencecall, and
   finding and stopping them (:func:`start_process`, :class:`StartGate`);
 - :mod:`.reaper`: the subreaper bash runs under, and killing process trees

@@ -202,11 +202,11 @@ class Sandbox:
     def command(self, argv: Sequence[str], *, scratch: Sequence[Path] = (),
                 inputs: Sequence[Path] = (), cwd: Path | None = None,
                 seccomp: int | None = None) -> list[str]:
-        """``argv`` wrapped in bwrap (unchanged when OFF), behind nsenter when it joins a
-        shared network (start it with :attr:`pass_fds` then). ``scratch`` folders stay
-        writable under every policy; ``inputs`` are visible, read-only (the session's own
-        command files). ``seccomp`` is a descriptor of a compiled filter to load (see
-        :mod:`._seccomp`; pass it to the process too)."""
+        """``argv`` wrapped in bwrap (unchanged when OFF), behind what enters a shared network
+        when it joins one (:attr:`SharedNetwork.prefix`; start it with :attr:`pass_fds`
+        then). ``scratch`` folders stay writable under every policy; ``inputs`` are visible,
+        read-only (the session's own command files). ``seccomp`` is a descriptor of a
+        compiled filter to load (see :mod:`._seccomp`; pass it to the process too)."""
         if not self.enforced:
             return list(argv)
         bwrap = _probe()[1] or _Bwrap("bwrap", _ISOLATION)
@@ -305,17 +305,19 @@ def share_network(sandbox: Sandbox) -> tuple[Sandbox, str | None]:
 
 @functools.cache
 def _network_probe() -> str | None:
-    """Why sandboxes cannot join a shared network here, or None when they can: run ``nsenter
-    ... bwrap ... true`` once per process with the real flags, as :func:`_probe` does."""
+    """Why sandboxes cannot join a shared network here, or None when they can: run ``true``
+    in a sandbox that joins one, once per process with the real flags, as :func:`_probe`
+    does."""
     try:
         with SharedNetwork.create() as network:
             sandbox = Sandbox(SandboxPolicy.READ_ONLY, shared_network=network)
-            done = subprocess.run(sandbox.command(["true"]), pass_fds=sandbox.pass_fds,
+            argv = sandbox.command(["true"])
+            done = subprocess.run(argv, pass_fds=sandbox.pass_fds,
                                   stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                   timeout=_PROBE_TIMEOUT)
     except (OSError, subprocess.SubprocessError) as err:
         return str(err)
     if done.returncode != 0:
-        return (f"nsenter and bwrap cannot start a sandbox in it "
+        return (f"{Path(argv[0]).name} and bwrap cannot start a sandbox in it "
                 f"({done.stderr.strip() or f'exit status {done.returncode}'})")
     return None

@@ -2,15 +2,20 @@
 
 Each bwrap with ``--unshare-all`` gets a loopback of its own, so a server the model starts in
 the shell cannot be reached from the python tool, a read-only run or a later shell. Instead, a
-short-lived holder (``bwrap --unshare-user --unshare-net``, which brings ``lo`` up) makes a
-user and a network namespace; fencecall keeps them alive by holding open descriptors of both
-after the holder exits, and starts every sandbox of the conversation as ``nsenter --user=FD
---net=FD -- bwrap ... --share-net``: bwrap still makes its own user, pid, ipc… namespaces inside,
-but keeps this network. Nothing outside can reach it, and the host's loopback is not in it.
+short-lived holder makes a user and a network namespace and brings ``lo`` up; fencecall keeps
+them alive by holding open descriptors of both after the holder exits, and starts every
+sandbox of the conversation behind a program that enters them, then runs ``bwrap ...
+--share-net``: bwrap still makes its own user, pid, ipc… namespaces inside, but keeps this
+network. Nothing outside can reach it, and the host's loopback is not in it.
 
-The holder gets a parent-death signal before it runs (bwrap sets its own only once it has
-made the namespaces), and its argv names the fencecall that started it, so that a holder a
-killed fencecall left is found and ended by the next one (:func:`sweep_holders`).
+The holder and the entering program are fencecall's launcher (``fencecall-launch --hold``,
+and ``fencecall-launch --userns=FD --netns=FD --``, see :mod:`._launch`) where it was built;
+else ``bwrap --unshare-user --unshare-net ... cat`` under setpriv, and ``nsenter --user=FD
+--net=FD --preserve-credentials --``. Either holder gets a parent-death signal before it makes
+anything (the launcher sets its own and checks that its parent still lives; bwrap sets its
+own only once it has made the namespaces, so setpriv sets one first), and its argv names the
+fencecall that started it, so that a holder a killed fencecall left is found and ended by the
+next one (:func:`sweep_holders`).
 """
 
 from __future__ import annotations
@@ -24,16 +29,18 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
+from . import _launch
 from ._processes import kill_group, live_processes, readable, start_process
 from .host_programs import host_program
 
 _HOLDER = ("--unshare-user", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/")
 _MARK = "FENCECALL_NETNS_HOLDER"
-"""Set with ``--setenv`` to the pid of the fencecall that starts the holder, so that it shows
-in the holder's argv."""
+"""Followed in the holder's argv by the pid of the fencecall that starts it: set with bwrap's
+``--setenv``, or the label of the launcher's ``--hold``."""
 _TIMEOUT = 10.0
 _LOOPBACK_ROUTE = re.compile(r"\|-- 127\.0\.0\.1\n\s+/32 host LOCAL")
 """127.0.0.1's entry in the Local routing table, which exists only while ``lo`` is up with
@@ -46,16 +53,22 @@ class SharedNetwork:
     whose command was built before it and is started after it would enter whatever the
     descriptor numbers then refer to: close only once nothing starts any more."""
 
-    __slots__ = ("_fds", "_lock", "_nsenter")
+    __slots__ = ("_enter", "_fds", "_launched", "_lock")
 
-    def __init__(self, nsenter: str, user: int, net: int) -> None:
-        self._nsenter = nsenter
+    def __init__(self, enter: str, user: int, net: int, *, launched: bool = False) -> None:
+        """``enter``: nsenter, or the launcher when ``launched``."""
+        self._enter = enter
+        self._launched = launched
         self._fds: tuple[int, int] | None = (user, net)
         self._lock = threading.Lock()
 
     @classmethod
     def create(cls) -> SharedNetwork:
         """A new namespace pair; OSError, with the reason, where it cannot be made here."""
+        launcher = _launch.launcher()
+        if launcher is not None:
+            sweep_holders_once()
+            return cls(launcher, *_launch_holder(launcher), launched=True)
         nsenter, bwrap, cat = (host_program(name) for name in ("nsenter", "bwrap", "cat"))
         if nsenter is None:
             raise OSError("nsenter (util-linux) is not installed")
@@ -73,9 +86,12 @@ class SharedNetwork:
     @property
     def prefix(self) -> tuple[str, ...]:
         """The argv that enters the namespaces, then runs the rest of the command line with
-        fencecall's uid and gid (inside, they map to themselves)."""
+        fencecall's uid and gid (inside, they map to themselves). The launcher closes the
+        descriptors before it does; nsenter leaves them open."""
         user, net = self._open_fds()
-        return (self._nsenter, f"--user=/proc/self/fd/{user}", f"--net=/proc/self/fd/{net}",
+        if self._launched:
+            return (self._enter, f"--userns={user}", f"--netns={net}", "--")
+        return (self._enter, f"--user=/proc/self/fd/{user}", f"--net=/proc/self/fd/{net}",
                 "--preserve-credentials", "--")
 
     def _open_fds(self) -> tuple[int, int]:
@@ -99,6 +115,15 @@ class SharedNetwork:
         self.close()
 
 
+def _launch_holder(launcher: str) -> tuple[int, int]:
+    """Descriptors (close-on-exec) of the user and network namespaces of a launcher holding
+    them until its stdin closes (it echoes its stdin once they are ready)."""
+    holder = start_process([launcher, "--hold", _MARK, str(os.getpid())], reaper=True,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, start_new_session=True)
+    return _take_namespaces(holder, lambda: (holder.pid, None))
+
+
 def _hold_namespaces(bwrap: str, cat: str) -> tuple[int, int]:
     """Descriptors (close-on-exec) of the user and network namespaces of a holder that ``cat``
     keeps running until its stdin closes: while it runs, its pid cannot be reused."""
@@ -115,23 +140,32 @@ def _hold_namespaces(bwrap: str, cat: str) -> tuple[int, int]:
         raise
     finally:
         os.close(info_write)
+    with os.fdopen(info_read, "rb") as info_file:
+        def state() -> tuple[int, int | None]:
+            info = json.loads(info_file.read())  # cat runs, so bwrap has written it
+            return int(info["child-pid"]), info.get("net-namespace")  # (bwrap 0.5 and later)
+        return _take_namespaces(holder, state)
+
+
+def _take_namespaces(holder: subprocess.Popen[bytes],
+                     state: Callable[[], tuple[int, int | None]]) -> tuple[int, int]:
+    """Once ``holder`` echoes a line: descriptors of the namespaces of the process ``state``
+    names (with the network namespace's inode the holder reported, if it did), checked to be
+    new and to have ``lo`` up; then the holder is told to end."""
     fds: list[int] = []
     try:
-        with os.fdopen(info_read, "rb") as info_file:
-            _await_echo(holder)  # cat runs, so bwrap has written the info and brought lo up
-            info = json.loads(info_file.read())
-        pid = int(info["child-pid"])
+        _await_echo(holder)
+        pid, reported = state()
         for name in ("user", "net"):
             fds.append(os.open(f"/proc/{pid}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC))
             if _same_file(os.fstat(fds[-1]), os.stat(f"/proc/self/ns/{name}")):
-                raise OSError(f"bwrap did not make a new {name} namespace")
-        reported = info.get("net-namespace")  # bwrap 0.5 and later
+                raise OSError(f"the holder did not make a new {name} namespace")
         if reported is not None and reported != os.fstat(fds[1]).st_ino:
             raise OSError("the holder's network namespace is not the one bwrap reported")
         if not _LOOPBACK_ROUTE.search(
                 Path(f"/proc/{pid}/net/fib_trie").read_text().partition("Local:")[2]):
             raise OSError("the loopback interface is not up in the new network namespace")
-        _close_pipes(holder)  # cat ends, and bwrap with it; the descriptors keep the namespaces
+        _close_pipes(holder)  # the holder ends; the descriptors keep the namespaces
         holder.wait(_TIMEOUT)
         return fds[0], fds[1]
     except (ValueError, KeyError, TypeError, subprocess.TimeoutExpired) as err:
@@ -159,8 +193,8 @@ def _close_pipes(holder: subprocess.Popen[bytes]) -> None:
 
 
 def _await_echo(holder: subprocess.Popen[bytes]) -> None:
-    """Send ``cat`` a line and wait for it to come back; OSError with bwrap's message if the
-    holder ends instead, or the timeout passes."""
+    """Send the holder a line and wait for it to come back; OSError with the holder's
+    message if it ends instead, or the timeout passes."""
     assert holder.stdin is not None and holder.stdout is not None and holder.stderr is not None
     with contextlib.suppress(BrokenPipeError):
         holder.stdin.write(b"\n")
@@ -175,7 +209,7 @@ def _await_echo(holder: subprocess.Popen[bytes]) -> None:
         raise OSError(f"the namespace holder did not start within {_TIMEOUT:.0f}s")
     kill_group(holder)
     message = holder.stderr.read().decode(errors="replace").strip()
-    raise OSError(f"bwrap could not make the network namespace "
+    raise OSError(f"the holder could not make the network namespace "
                   f"({message or f'exit status {holder.returncode}'})")
 
 
@@ -229,7 +263,8 @@ def _holder_owner(pid: int, namespace: str) -> int | None:
     except OSError:
         return None
     for at in range(len(args) - 2):
-        if args[at] == b"--setenv" and args[at + 1] == _MARK.encode() and args[at + 2].isdigit():
+        if args[at] in (b"--setenv", b"--hold") and args[at + 1] == _MARK.encode() \
+                and args[at + 2].isdigit():
             return int(args[at + 2])
     return None
 

@@ -63,9 +63,9 @@ def start_process(argv: Sequence[str], *, limits: ResourceLimits | None = None,
     :mod:`._resource_limits`) when given. Both bwrap's ``--die-with-parent`` and our own
     parent-death signal are PR_SET_PDEATHSIG, which fires when the *thread* that forked the
     process ends: one started from a short-lived worker thread would die with that thread.
-    ``reaper``: ``argv`` is a :func:`~.reaper.reaped` one, whose reaper sets its own
-    parent-death signal and runs nothing unless its parent is still this process, so no
-    setpriv is started before it."""
+    ``reaper``: ``argv``'s program sets its own parent-death signal and runs nothing unless
+    its parent is still this process (a :func:`~.reaper.reaped` argv's reaper, the
+    launcher's namespace holder), so no setpriv is started before it."""
     future = _steady_pool().submit(_popen, argv, limits, options, reaper)
     try:
         proc: subprocess.Popen[bytes] = future.result()
@@ -87,7 +87,7 @@ def _popen(argv: Sequence[str], limits: ResourceLimits | None,
     bwrap = "--die-with-parent" in argv[:40] and any(Path(a).name == "bwrap" for a in argv[:8])
     if limits is not None:
         argv = limited(argv, limits, Cgroup.create(limits))
-    if bwrap or reaper:  # each sets the signal itself (bwrap after nsenter)
+    if bwrap or reaper:  # each sets the signal itself (bwrap after the launcher or nsenter)
         return subprocess.Popen(argv, **options)
     if _SETPRIV is not None:
         return subprocess.Popen([_SETPRIV, "--pdeathsig", "KILL", "--", *argv], **options)

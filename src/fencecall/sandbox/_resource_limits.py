@@ -1,13 +1,14 @@
 """Resource limits for the processes the tools start: how many, how much memory, how big a file.
 
 The kernel enforces them, whatever the command does. Every process gets rlimits through
-util-linux's ``prlimit`` (it sets them and execs the program, so no ``preexec_fn`` is needed):
-``RLIMIT_FSIZE`` caps each file it writes, ``RLIMIT_NPROC`` the processes of its user. Root
-is exempt from ``RLIMIT_NPROC`` (and fencecall often runs as root, in CI and containers), and
-``RLIMIT_AS`` counts per process, so where fencecall may make control groups (cgroup v1 or
-v2, writable: root, or a delegated subtree) each started process gets one of its own with
-``pids.max`` and a memory limit, joined by a tiny ``sh`` before the program runs (a process
-forked later cannot be outside it). Without control groups, ``RLIMIT_AS`` stands in for the
+fencecall's launcher (:mod:`._launch`), else util-linux's ``prlimit`` (each sets them and
+execs the program, so no ``preexec_fn`` is needed): ``RLIMIT_FSIZE`` caps each file it
+writes, ``RLIMIT_NPROC`` the processes of its user. Root is exempt from ``RLIMIT_NPROC`` (and
+fencecall often runs as root, in CI and containers), and ``RLIMIT_AS`` counts per process,
+so where fencecall may make control groups (cgroup v1 or v2, writable: root, or a delegated
+subtree) each started process gets one of its own with ``pids.max`` and a memory limit,
+joined before the program runs (a process forked later cannot be outside it) by the
+launcher, else by a tiny ``sh``. Without control groups, ``RLIMIT_AS`` stands in for the
 memory limit, per process.
 """
 
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from . import _launch
 from .host_programs import host_program
 from .scratch import process_alive
 
@@ -79,24 +81,37 @@ space: JVMs and V8 reserve far more than they use, and a build must not fail for
 
 def limited(argv: Sequence[str], limits: ResourceLimits, group: Cgroup | None) -> list[str]:
     """``argv`` started under ``limits``: in ``group`` (made for it) when given, with the
-    rlimits set by prlimit (when util-linux has it). What the group holds is not set again
-    as an rlimit: ``RLIMIT_NPROC`` counts every process of the user, not the sandbox's, so
-    without a group it is set to what the user runs now plus ``processes`` (and not at all
-    for root, whom the kernel exempts)."""
-    command = list(argv)
-    if _PRLIMIT is not None:
-        flags = []
-        if limits.file_size:
-            flags.append(f"--fsize={limits.file_size}")
-        if limits.processes and (group is None or not group.limits_processes) and os.getuid():
-            flags.append(f"--nproc={_user_tasks() + limits.processes}")
-        if limits.memory and (group is None or not group.limits_memory):
-            flags.append(f"--as={limits.memory * ADDRESS_SPACE_FACTOR}")
-        if flags:
-            command = [_PRLIMIT, *flags, "--", *command]
-    if group is not None and group.procs:
-        command = [_SH, "-c", _JOIN, "sh", *map(str, group.procs), "--", *command]
+    rlimits set by fencecall's launcher (see :mod:`._launch`), else by prlimit (when
+    util-linux has it) after a ``sh`` joined the group. What the group holds is not set
+    again as an rlimit: ``RLIMIT_NPROC`` counts every process of the user, not the
+    sandbox's, so without a group it is set to what the user runs now plus ``processes``
+    (and not at all for root, whom the kernel exempts). An ``argv`` that already starts
+    with the launcher (entering a shared network) gets the steps added to it."""
+    launcher = _launch.launcher()
+    flags = _rlimit_flags(limits, group) if launcher is not None or _PRLIMIT is not None \
+        else []
+    procs = [] if group is None else [str(path) for path in group.procs]
+    if launcher is not None:
+        steps = [*(f"--join={path}" for path in procs), *flags]
+        if argv and argv[0] == launcher:
+            return [launcher, *steps, *argv[1:]]
+        return [launcher, *steps, "--", *argv] if steps else list(argv)
+    command = [_PRLIMIT, *flags, "--", *argv] if flags and _PRLIMIT is not None else list(argv)
+    if procs:
+        command = [_SH, "-c", _JOIN, "sh", *procs, "--", *command]
     return command
+
+
+def _rlimit_flags(limits: ResourceLimits, group: Cgroup | None) -> list[str]:
+    """The rlimits to set, as prlimit's (and the launcher's) options."""
+    flags = []
+    if limits.file_size:
+        flags.append(f"--fsize={limits.file_size}")
+    if limits.processes and (group is None or not group.limits_processes) and os.getuid():
+        flags.append(f"--nproc={_user_tasks() + limits.processes}")
+    if limits.memory and (group is None or not group.limits_memory):
+        flags.append(f"--as={limits.memory * ADDRESS_SPACE_FACTOR}")
+    return flags
 
 
 def _user_tasks() -> int:
