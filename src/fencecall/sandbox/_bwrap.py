@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
+from ..realpath import real_path
 from ._netns import SharedNetwork
 from ._resource_limits import ResourceLimits
 from .host_programs import host_program
@@ -87,7 +88,7 @@ def _system_mounts(network: bool, tmp: Path | None,
               # only for host uid 0, so kernel.core_pattern would run a program as host root
               ("--ro-bind", "/proc/sys", "/proc/sys"), (*size, "--tmpfs", "/dev/shm"),
               (*size, "--tmpfs", "/tmp") if tmp is None
-              else ("--bind", str(tmp.resolve()), "/tmp")]
+              else ("--bind", str(real_path(tmp)), "/tmp")]
     if os.path.isdir("/run") and not os.path.islink("/run"):
         mounts.append((*size, "--tmpfs", "/run"))
     if network:  # name resolution may live under /run (systemd-resolved's stub-resolv.conf)
@@ -225,7 +226,7 @@ class Sandbox:
         if seccomp is not None:
             args += ["--seccomp", str(seccomp)]
         if cwd is not None:
-            args += ["--chdir", str(cwd.resolve())]
+            args += ["--chdir", str(real_path(cwd))]
         return [*args, "--", *argv]
 
     def _binds(self, scratch: Sequence[Path], inputs: Sequence[Path],
@@ -237,10 +238,11 @@ class Sandbox:
         root_flag = ("--bind-try" if self.policy is SandboxPolicy.WORKSPACE_WRITE
                      else "--ro-bind-try")
         binds = [(root_flag, path) for path in _outermost(self.writable)]
-        binds += [("--bind", path.resolve()) for path in scratch]
-        binds += [("--ro-bind", path.resolve()) for path in inputs]
-        if cwd is not None and not any(_covers(path, cwd.resolve()) for _, path in binds):
-            binds.append(("--ro-bind-try", cwd.resolve()))
+        binds += [("--bind", real_path(path)) for path in scratch]
+        binds += [("--ro-bind", real_path(path)) for path in inputs]
+        real_cwd = real_path(cwd) if cwd is not None else None
+        if real_cwd is not None and not any(_covers(path, real_cwd) for _, path in binds):
+            binds.append(("--ro-bind-try", real_cwd))
         for path in _runtime_paths():
             if not any(_covers(bound, path) for _, bound in binds):
                 binds.append(("--ro-bind-try", path))
@@ -253,7 +255,7 @@ def _outermost(roots: Sequence[Path]) -> list[Path]:
     refused, never followed."""
     kept: list[Path] = []
     for root in roots:
-        if root.resolve() != root:
+        if real_path(root) != root:
             raise PermissionError(f"the folder {root} is no longer where it was (a folder on "
                                   "its path was replaced, perhaps by a link); the sandbox "
                                   "will not start")
