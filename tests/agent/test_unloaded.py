@@ -8,12 +8,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fencecall.agent import Agent, AgentSettings, Outcome
 from fencecall.agent._feedback import reply_feedback
 from fencecall.execution import Session, auto_yes
+from fencecall.execution.unloaded import not_loaded, unloaded_blocks
 from fencecall.message import CannotRun
-from fencecall.parsing import MARKDOWN
+from fencecall.parsing import MARKDOWN, parse
 from fencecall.providers._openai_provider import OpenAIProvider
 from fencecall.tools import Toolchain
 from fencecall.tools.builtin import complete
@@ -120,3 +123,19 @@ def test_a_tool_added_after_the_selection_is_loaded() -> None:
     added = replace(chain, tools=(*chain.tools, complete.tool))
     assert added.not_loaded("complete", langtag=True) is None
     assert added.not_loaded("shell", langtag=True) is not None
+
+
+_PIECES = st.sampled_from(["```", "~~~", "````", "\n", " ", "Shell", "shell", "PYTHON",
+                           "ipython", "patch a.py", "save b.txt", "read x", "json", "ls",
+                           "> ", "  ", "<", "tool", "text"])
+
+
+@given(st.lists(_PIECES, max_size=30))
+def test_the_quick_look_finds_what_a_whole_parse_finds(pieces: list[str]) -> None:
+    """The check that skips the second parse of a reply with no unloaded tool's tag in it
+    never skips a block that calls one."""
+    text = "".join(pieces)
+    chain = Toolchain.build(LOADED)
+    whole = [(call, spec) for call in parse(text, MARKDOWN).calls
+             if call.is_codeblock and (spec := not_loaded(call, chain)) is not None]
+    assert unloaded_blocks(text, MARKDOWN, chain) == whole

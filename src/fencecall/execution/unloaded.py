@@ -27,7 +27,11 @@ def not_loaded(call: ToolCall, toolchain: Toolchain) -> ToolSpec | None:
 def unloaded_blocks(text: str, fmt: FormatLike,
                     toolchain: Toolchain) -> list[tuple[ToolCall, ToolSpec]]:
     """The code blocks of ``text`` (read in ``fmt``) that call tools not loaded here, each
-    with its tool, in order."""
+    with its tool, in order. A reply in which no such block's first word occurs at all (in
+    any case) has none, and is not parsed a second time."""
+    lowered = text.lower()
+    if not any(tag.lower() in lowered for tag in toolchain.unloaded_langtags()):
+        return []
     return [(call, spec) for call in parse(text, fmt).calls
             if call.is_codeblock and (spec := not_loaded(call, toolchain)) is not None]
 

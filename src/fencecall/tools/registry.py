@@ -141,6 +141,10 @@ class Toolchain:
             return None if not words or self.for_langtag(name) else by_block.get(words[0])
         return None if self.get(name) else by_name.get(name)
 
+    def unloaded_langtags(self) -> frozenset[str]:
+        """The first words of the code blocks that call a known tool not loaded here."""
+        return frozenset(self._left_out[1])
+
     def names(self) -> list[str]:
         return [spec.name for spec in self.tools]
 
