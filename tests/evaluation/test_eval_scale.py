@@ -16,7 +16,7 @@ import pytest
 
 from fencecall.environments import ContainerCli, ContainerEnvironment, choose_container_cli
 from fencecall.evaluation import TAG, ImageCache, context_key, read_task
-from fencecall.evaluation._images import Image
+from fencecall.evaluation._images import BuildError, Image
 from fencecall.evaluation._task import EnvironmentSpec
 from tests.cli.conftest import cli_env
 
@@ -57,6 +57,29 @@ def test_two_processes_caches_build_one_image_once(base_image: str, tmp_path: Pa
         assert sum(cache.built for cache in caches) == 1
     finally:
         remove_image(folder)
+
+
+def test_a_failed_build_is_not_tried_again_by_another_process_of_the_run(
+        base_image: str, tmp_path: Path) -> None:
+    """Shards of one run on Ray are processes of their own, each with its cache: the first
+    one's failed build fails the others' trials of the task, with its error; a later run
+    builds again."""
+    folder = make_task(tmp_path / "set", "broken", TOML,
+                       f"FROM {base_image}\nRUN echo {uuid.uuid4().hex} && exit 3\n",
+                       TEST_TXT)
+    spec = read_task(folder).environment
+    cli = choose_container_cli("podman")
+    first, second = (ImageCache(cli, tmp_path / f"builds{n}", run="run-1") for n in range(2))
+    later = ImageCache(cli, tmp_path / "builds-later", run="run-2")
+    errors = []
+    for cache in (first, second, later):
+        with pytest.raises(BuildError) as raised:
+            asyncio.run(cache.image(spec))
+        errors.append(str(raised.value))
+    assert "exit status" in errors[0] and errors[1] == errors[0]
+    assert list((tmp_path / "builds0").glob("*.log"))
+    assert not (tmp_path / "builds1").exists()  # the second process built nothing
+    assert list((tmp_path / "builds-later").glob("*.log"))
 
 
 def test_a_tasks_later_trials_ask_the_cli_nothing_for_its_image(

@@ -11,7 +11,8 @@ satisfies a ``FROM`` of that name without a pull (the build never passes ``--pul
 Trials of one task wait for one build, and so do other processes on the machine (Ray
 workers, another evaluation: a lock file per image); at most ``max_builds`` builds run at
 once on the machine (a lock file per slot); a failed build is remembered for the run, so
-the task's other trials fail with it rather than build again, and so is the image found or
+the task's other trials fail with it rather than build again (in every process of the run,
+its shards on Ray too: a marker beside the image's lock names the run), and so is the image found or
 built: the task's later trials in the run ask the CLI nothing (they all run the image its
 first trial found). Each build's output is kept in ``builds/<key>.log``.
 :meth:`ImageCache.halt` (an evaluation stopped) ends the builds under way and starts no
@@ -55,6 +56,26 @@ LOG_TAIL = 3000
 
 class BuildError(Exception):
     """An image could not be built (or pulled): the message ends with the output's tail."""
+
+
+def _failure_of(marker: Path, run: str) -> str | None:
+    """The error of the build that failed in run ``run``, as its marker keeps it; None
+    where it did not fail in this run (no marker, or another run's)."""
+    with contextlib.suppress(OSError):
+        said_run, _, error = marker.read_text(encoding="utf-8").partition("\n")
+        if said_run == run:
+            return error
+    return None
+
+
+def _remember_failure(marker: Path, run: str, error: str) -> None:
+    """Keep a failed build's error for the other processes of run ``run`` (the marker is
+    read and written under the image's lock): they fail its trials with it rather than build
+    again."""
+    part = marker.with_name(f".{marker.name}.{os.getpid()}")
+    with contextlib.suppress(OSError):
+        part.write_text(f"{run}\n{error}", encoding="utf-8")
+        os.replace(part, marker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +125,12 @@ def _bases(dockerfile: str) -> list[str]:
 class ImageCache:
     """The images of one run's tasks (see the module)."""
 
-    def __init__(self, cli: ContainerCli, logs: Path, max_builds: int = BUILDS_AT_ONCE):
+    def __init__(self, cli: ContainerCli, logs: Path, max_builds: int = BUILDS_AT_ONCE,
+                 run: str | None = None):
         self.cli, self.logs, self.max_builds = cli, logs, max(1, max_builds)
+        self.run = run if run is not None else os.urandom(8).hex()
+        """The evaluation this cache builds for: its processes (the shards of a run on Ray)
+        share a failed build (see :meth:`_built_once`); a later run tries again."""
         self._builds = asyncio.Semaphore(self.max_builds)
         self._locks: dict[str, asyncio.Lock] = {}
         self._failed: dict[str, str] = {}
@@ -154,12 +179,19 @@ class ImageCache:
         evaluation) built it while this one waited for the image's lock; its builds count
         against one machine-wide ``max_builds``."""
         with self._held([f"{self.cli.program}-{key}.lock"]):
+            failed = LOCKS / f"{self.cli.program}-{key}.failed"
+            if (said := _failure_of(failed, self.run)) is not None:
+                raise BuildError(said)
             if self.cli.image_exists(name):
                 return Image(name)
             with self._held([f"{self.cli.program}-build-{slot}.lock"
                              for slot in range(self.max_builds)]):
                 clock = time.monotonic()
-                self._build(dockerfile, name, key, timeout)
+                try:
+                    self._build(dockerfile, name, key, timeout)
+                except BuildError as err:
+                    _remember_failure(failed, self.run, str(err))
+                    raise
                 return Image(name, built=True, seconds=round(time.monotonic() - clock, 3))
 
     @contextlib.contextmanager

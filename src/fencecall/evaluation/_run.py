@@ -13,8 +13,9 @@ SIGTERM: then every container goes and only the trials that ended have their lin
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,9 @@ class EvalOptions:
     """The container CLI (None: podman or docker, whichever answers)."""
     environ: Mapping[str, str] | None = None
     """Where the tasks' ``${VAR}`` are read (None: this process's environment)."""
+    run: str = field(default_factory=lambda: os.urandom(8).hex())
+    """This evaluation, to its processes (the shards on Ray get these options): a build that
+    failed in it is not tried again by another of them."""
 
 
 def planned(tasks: Sequence[Path], trials: int, finished: frozenset[str]) -> list[tuple[Path, int]]:
@@ -61,7 +65,7 @@ async def evaluate(plan: Sequence[tuple[Path, int]], options: EvalOptions, *,
     (or closing the generator) ends the evaluation: the trials under way are stopped,
     their containers removed, and they yield nothing (they run again on resume)."""
     cli = options.cli if options.cli is not None else await in_thread(choose_container_cli)
-    images = ImageCache(cli, options.folder / "builds", options.max_builds)
+    images = ImageCache(cli, options.folder / "builds", options.max_builds, options.run)
     trials = Trials(cli, images, options.folder, options.models, options.environ)
     slots = asyncio.Semaphore(max(1, options.concurrency))
 
