@@ -55,6 +55,11 @@ def tree(folder: Path) -> dict[str, Any]:
     return found
 
 
+def entries(cache: Path) -> list[str]:
+    """The cache's entries (and half-made ones), without the files naming their images."""
+    return sorted(p.name for p in cache.iterdir() if p.suffix != _image_folders.IMAGE)
+
+
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list[str]]:
     """The cache in ``tmp_path``; the CLI's subcommands called meanwhile."""
@@ -78,25 +83,24 @@ def test_a_folder_filled_from_the_cache_is_the_folder_copied_out_of_the_image(
             assert {"create", "cp"} <= set(calls)
             calls.clear()
     assert "create" not in calls and "cp" not in calls  # the second came from the cache
-    assert [p.name for p in (tmp_path / "cache").iterdir()] == [
-        cached_folder(cli, first_id, "/w").name]
+    assert entries(tmp_path / "cache") == [cached_folder(cli, first_id, "/w").name]
     second_id = build(cli, base_image, tmp_path / "context", "two")  # the tag rebuilt
     assert second_id != first_id
     with ContainerEnvironment.start(PROBE, tmp_path / "files-new", cli=cli) as place:
         assert (place.files / "sub" / "x").read_text() == "two\n"
-    assert len(list((tmp_path / "cache").iterdir())) == 2
+    assert len(entries(tmp_path / "cache")) == 2
 
 
 def test_a_folder_the_image_lacks_is_cached_empty_and_starts_together_share_one_entry(
         base_image: str, tmp_path: Path, calls: list[str]) -> None:
     cli = container_cli()
     image = build(cli, base_image, tmp_path / "context", "one")
-    entries: list[Path] = []
+    found: list[Path] = []
     errors: list[BaseException] = []
 
     def one(folder: str) -> None:
         try:
-            entries.append(cached_folder(cli, image, folder))
+            found.append(cached_folder(cli, image, folder))
         except BaseException as err:
             errors.append(err)
 
@@ -107,12 +111,48 @@ def test_a_folder_the_image_lacks_is_cached_empty_and_starts_together_share_one_
     for thread in threads:
         thread.join()
     assert not errors
-    assert len(set(entries)) == 2
-    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted(
-        {e.name for e in entries})  # no half-written copy left
+    assert len(set(found)) == 2
+    assert entries(tmp_path / "cache") == sorted({e.name for e in found})  # none half-made
     calls.clear()
     with ContainerEnvironment.start(PROBE, tmp_path / "files", cli=cli,
                                     workdir="/nowhere") as place:
         assert list(place.files.iterdir()) == []
         assert place.exec(["pwd"], 60)[1] == "/nowhere\n"
     assert "create" not in calls and "cp" not in calls
+
+
+def test_entries_of_images_gone_and_pieces_a_crash_left_are_pruned(
+        base_image: str, tmp_path: Path, calls: list[str]) -> None:
+    cli = container_cli()
+    image = build(cli, base_image, tmp_path / "context", "one")
+    cache = tmp_path / "cache"
+    live = cached_folder(cli, image, "/w")
+    gone = cache / ("0" * 40)  # an image removed since
+    gone.mkdir()
+    (gone / "f").write_text("x")
+    gone.with_suffix(_image_folders.IMAGE).write_text(f"{cli.program}\n{'1' * 64}\n")
+    other = cache / ("2" * 40)  # another CLI's: not this one's to judge
+    other.mkdir()
+    other.with_suffix(_image_folders.IMAGE).write_text(f"docker\n{'3' * 64}\n")
+    unnamed = cache / ("4" * 40)  # made before entries were named
+    unnamed.mkdir()
+    old_part, new_part = cache / ".part-old", cache / ".part-new"
+    old_part.mkdir()
+    new_part.mkdir()
+    os.utime(old_part, (0, 0))
+    assert sorted(p.name for p in _image_folders.prune(cli, cache)) == sorted(
+        [gone.name, unnamed.name, old_part.name])
+    assert entries(cache) == sorted([".part-new", live.name, other.name])
+    assert not gone.with_suffix(_image_folders.IMAGE).exists()
+
+
+def test_the_first_new_entry_of_a_process_prunes_the_cache(
+        base_image: str, tmp_path: Path, calls: list[str]) -> None:
+    cli = container_cli()
+    image = build(cli, base_image, tmp_path / "context", "one")
+    stale = tmp_path / "cache" / ("0" * 40)
+    stale.mkdir(parents=True)
+    cached_folder(cli, image, "/w")
+    cached_folder(cli, image, "/nowhere")
+    assert not stale.exists()
+    assert calls.count("images") == 1
