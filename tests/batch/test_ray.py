@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,3 +100,46 @@ def test_one_ledger_holds_the_batch_budget_across_ray_shards(
     assert Counter(r.status for r in got.values()) == {Outcome.DONE: 2, Outcome.BUDGET: 7}
     assert sum(script.requests.values()) == 2
     assert sum(sum(r.tokens.values()) for r in got.values()) == 6_100
+
+
+@pytest.mark.parametrize(("signal_number", "code"), [(signal.SIGINT, 130),
+                                                     (signal.SIGTERM, 143)],
+                         ids=["ctrl-c", "sigterm"])
+def test_a_stop_of_the_cli_on_ray_stops_the_shards_tasks_whole(
+        local_ray: Any, script: Script, server: FakeModelServer, tmp_path: Path,
+        signal_number: int, code: int) -> None:
+    """Ctrl-C and SIGTERM of ``fencecall batch --ray`` cancel the shards: the task's command
+    (a sleep, and what it started) ends, no result is written for it, and the exit status
+    says which signal came (Ray's own SIGTERM handler would exit 1 at once)."""
+    started = tmp_path / "started"
+    script.shell_then_answer("slow", f"touch {started}; sleep 300 & sleep 301")
+    tasks, out = tmp_path / "tasks.jsonl", tmp_path / "out.jsonl"
+    tasks.write_text(json.dumps({"id": "slow", "prompt": "task slow: x"}) + "\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fencecall.cli.main", "batch", str(tasks), "--out", str(out),
+         "-m", "local/fake", "-y", "--sandbox", "off",
+         "--ray", local_ray.get_runtime_context().gcs_address],
+        env=cli_env(tmp_path, server.openai_url), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not started.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.1)
+        proc.send_signal(signal_number)
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == code, stderr
+        assert not out.exists() or out.read_text() == ""
+        deadline = time.monotonic() + 10
+        while sleeping() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sleeping() == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def sleeping() -> list[str]:
+    """The pids of this test's sleeps still running."""
+    done = subprocess.run(["pgrep", "-f", "^sleep 30[01]$"], capture_output=True, text=True)
+    return done.stdout.split()

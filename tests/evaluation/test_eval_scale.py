@@ -19,10 +19,11 @@ from fencecall.evaluation import TAG, ImageCache, context_key, read_task
 from fencecall.evaluation._images import BuildError, Image
 from fencecall.evaluation._task import EnvironmentSpec
 from tests.cli.conftest import cli_env
+from tests.fakeserver import FakeModelServer
 
 from ..batch.test_ray import local_ray
 from ..containers import base_image
-from .test_eval import TEST_TXT, WAIT, lines, make_task
+from .test_eval import TEST_TXT, WAIT, lines, make_task, model
 from .test_eval_stop import NAPPING, wait_for
 
 __all__ = ["base_image", "local_ray"]
@@ -144,8 +145,12 @@ def test_trials_run_in_shards_on_ray_each_image_built_once(
         remove_image(fresh)
 
 
-def test_ctrl_c_on_ray_cancels_the_shards_and_they_remove_their_containers(
-        local_ray: Any, base_image: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("signal_number", "code"), [(signal.SIGINT, 130),
+                                                     (signal.SIGTERM, 143)],
+                         ids=["ctrl-c", "sigterm"])
+def test_a_stop_on_ray_cancels_the_shards_and_they_remove_their_containers(
+        local_ray: Any, base_image: str, tmp_path: Path, signal_number: int,
+        code: int) -> None:
     root = tmp_path / "set"
     slow = new_image_task(root, "slow", base_image)
     (slow / "solution" / "solve.sh").write_text(NAPPING)
@@ -162,15 +167,37 @@ def test_ctrl_c_on_ray_cancels_the_shards_and_they_remove_their_containers(
         key = context_key(choose_container_cli("podman"), slow / "environment" / "Dockerfile")
         image = f"{TAG}:{key}"
         assert containers_of(image) != []
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal_number)
         _, stderr = proc.communicate(timeout=WAIT)
-        assert proc.returncode == 130, stderr
+        assert proc.returncode == code, stderr
         assert containers_of(image) == []
         assert not out.exists() or out.read_text() == ""
     finally:
         if proc.poll() is None:
             proc.kill()
         remove_image(slow)
+
+
+def test_a_model_agent_runs_its_trials_on_ray(local_ray: Any, base_image: str,
+                                              tmp_path: Path) -> None:
+    """The model's settings travel to the workers, which make their own providers: each
+    shard's trial is the model's, graded, with its trajectory."""
+    root = tmp_path / "set"
+    make_task(root, "plain", TOML, f"FROM {base_image}\n", TEST_TXT)
+    out = tmp_path / "ray.jsonl"
+    address = local_ray.get_runtime_context().gcs_address
+    with FakeModelServer(respond=model) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "fencecall.cli.main", "eval", str(root), "--out", str(out),
+             "-m", "local/fake", "--retries", "0", "-k", "2", "--shard-size", "1",
+             "--ray", address], env=cli_env(tmp_path, server.openai_url),
+            capture_output=True, text=True, timeout=WAIT)
+    assert done.returncode == 0, done.stderr
+    results = lines(out)
+    assert sorted(line["id"] for line in results) == ["plain#0", "plain#1"]
+    for line in results:
+        assert line["agent"] == "model" and line["reward"] == 1.0, line
+        assert Path(line["trajectory"]).is_file()
 
 
 def containers_of(image: str) -> list[str]:

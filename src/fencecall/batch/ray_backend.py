@@ -18,8 +18,10 @@ travel with each shard, the providers' keys among them (``BatchOptions.secrets``
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -120,12 +122,13 @@ def run_batch_ray(tasks: Iterable[Task], options: BatchOptions, *,
         remote = ray.remote(shard_events).options(num_returns="streaming", num_cpus=1,
                                                   max_retries=3)
         running = [remote.remote(shard, options, account) for shard in shards]
-        try:
-            yield from _collect(ray, running, file, written,
-                                _Hooks(on_start, on_requests, on_note))
-        except BaseException:  # Ctrl-C, SIGTERM: stop the shards; their tasks rerun later
-            cancel_shards(ray, running)
-            raise
+        with stop_signals():
+            try:
+                yield from _collect(ray, running, file, written,
+                                    _Hooks(on_start, on_requests, on_note))
+            except BaseException:  # Ctrl-C, SIGTERM: stop the shards; their tasks rerun later
+                cancel_shards(ray, running)
+                raise
     finally:
         if file is not None and isinstance(out, Path):
             file.close()
@@ -173,9 +176,45 @@ def _collect(ray: Any, running: list[Any], file: ResultFile | None, written: set
 
 def connect(ray: Any, address: str | None) -> None:
     """Connect to Ray at ``address`` (None: the running instance, ``RAY_ADDRESS``, or a new
-    local one) unless already connected."""
-    if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=False)
+    local one) unless already connected. Ray's driver puts a SIGTERM handler of its own in
+    place (it logs and exits at once, with 1, leaving the shards' containers to run): the
+    process's own goes back, so SIGTERM stops the shards as Ctrl-C does."""
+    if ray.is_initialized():
+        return
+    kept = signal.getsignal(signal.SIGTERM)
+    ray.init(address=address, log_to_driver=False)
+    if kept is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, kept)
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """While a driver waits on its shards: SIGTERM and SIGHUP raise KeyboardInterrupt, the
+    one exception Ray's waits let through as it is (whatever else a handler raises comes out
+    of them as ``SystemExit(1)``), and the block ends in ``SystemExit(128 + signal)``, as
+    fencecall's own handler would end it, once the shards are cancelled."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+
+    def interrupt(signum: int, frame: object) -> None:
+        got.append(signum)
+        raise KeyboardInterrupt
+
+    kept = {signum: signal.signal(signum, interrupt) for signum in _STOPS}
+    try:
+        yield
+    except KeyboardInterrupt:
+        if got:
+            raise SystemExit(128 + got[0]) from None
+        raise
+    finally:
+        for signum, handler in kept.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
+_STOPS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def streamed(ray: Any, running: list[Any], on_failure: Callable[[str], None] | None

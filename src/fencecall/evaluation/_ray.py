@@ -21,7 +21,7 @@ from typing import Any
 
 from ..batch import ResultFile
 from ..batch._driver import drive
-from ..batch.ray_backend import cancel_shards, connect, ray_module, streamed
+from ..batch.ray_backend import cancel_shards, connect, ray_module, stop_signals, streamed
 from ._results import TrialResult
 from ._run import STOP_GRACE, EvalOptions, evaluate, planned
 
@@ -61,15 +61,16 @@ def run_eval_ray(tasks: Sequence[Path], options: EvalOptions, out: ResultFile,
                     "when the evaluation is run again")
 
     results: list[TrialResult] = []
-    try:
-        for _, record in streamed(ray, running, failed):
-            if record is None or record["id"] in out.records:  # ended; or a shard rerun
-                continue
-            result = TrialResult.from_record(record)
-            out.append(result.record())
-            results.append(result)
-            on_result(result)
-    except BaseException:
-        cancel_shards(ray, running, STOP_GRACE)
-        raise
+    with stop_signals():
+        try:
+            for _, record in streamed(ray, running, failed):
+                if record is None or record["id"] in out.records:  # ended; or a shard rerun
+                    continue
+                result = TrialResult.from_record(record)
+                out.append(result.record())
+                results.append(result)
+                on_result(result)
+        except BaseException:
+            cancel_shards(ray, running, STOP_GRACE)
+            raise
     return results
