@@ -14,7 +14,7 @@ import pytest
 
 from fencecall.assembly import Overrides, resolve_settings, tool_session
 from fencecall.config import Config
-from fencecall.environments import ContainerCli, ContainerEnvironment
+from fencecall.environments import ContainerCli, ContainerEnvironment, ContainerError
 from fencecall.execution import auto_yes
 
 from ..containers import base_image, container_cli, docker
@@ -104,3 +104,29 @@ def test_the_variables_the_user_passes_reach_the_shell_and_python_and_no_others(
     # the image's HOME, not fencecall's; a secret is never passed, even when a glob names it
     assert "[hello from the host|||/home/agent]" in shell.content, shell.content
     assert "['PASSED_GREETING']" in python.content, python.content
+
+
+def test_a_view_as_another_user_runs_the_tools_as_it_and_leaves_the_container_be(
+        place: ContainerEnvironment, tmp_path: Path) -> None:
+    """As a task's agent runs as a user of its own: its shell and python run as that user,
+    the files the file tools make are its own (so its shell writes on them, in a folder it
+    could not write), closing the view leaves the container, and a user the image does not
+    have is refused."""
+    with pytest.raises(ContainerError, match="the user 'nobody-here' has no id"):
+        place.as_user("nobody-here")
+    nobody = place.as_user("nobody")
+    settings = resolve_settings(Config(), Overrides(workspace=tmp_path / "unused"), env={})
+    with tool_session(settings, Config(), confirm=auto_yes, environment=nobody) as session:
+        def call(text: str) -> str:
+            [said] = session.execute(f"{F}{text}\n{F}")
+            return said.content
+
+        assert "Created" in call("save made/saved.txt\nsaved")
+        shell = call("shell\nid -un; echo more >> made/saved.txt; touch not-here")
+        assert "```\nnobody\n```" in shell and "Permission denied" in shell, shell
+        assert "65534" in call("ipython\nimport os\nprint(os.getuid())")
+    nobody.close()
+    assert place.exec(["id", "-un"]) == (0, "agent\n", "")
+    assert (place.files / "made/saved.txt").read_text() == "saved\nmore\n"
+    if os.geteuid() == 0:
+        assert {owner for _, owner in _owners(place.files / "made")} == {65534}

@@ -1,6 +1,7 @@
 """Harbor's users, steps and network modes on real containers (podman, the test base image):
-the agent and the verifier as the task's users, a multi-step task run step by step with
-its min_reward gate, and a network a container cannot hold refused with why."""
+the agent (the oracle, or a model's tools) and the verifier as the task's users, a user the
+image lacks the trial's error, a multi-step task run step by step with its min_reward gate,
+and a network a container cannot hold refused with why."""
 
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ if [ "$(id -un)" = runner ] && [ "$(cat /tmp/agent-user)" = runner ] \\
    && grep -qx 42 answer.txt; then r=1; else r=0; fi
 echo $r > /logs/verifier/reward.txt
 """
+AS_RUNNER = '[environment]\nallow_internet = false\n[agent]\nuser = "runner"\n'
+AS_NOBODY = '[environment]\nallow_internet = false\n[agent]\nuser = "nobody-here"\n'
 
 
 @pytest.fixture(scope="module")
@@ -56,28 +59,68 @@ def test_the_agent_and_the_verifier_run_as_the_task_s_users(
         runner_image: str, tmp_path: Path) -> None:
     make_task(tmp_path / "set", "users", USERS, runner_image, WHO_TESTS)
     (tmp_path / "set" / "users" / "solution" / "solve.sh").write_text(WHO_SOLVES)
+    make_task(tmp_path / "set", "ghost", AS_NOBODY, runner_image, WHO_TESTS)
     out = tmp_path / "users.jsonl"
     done = fencecall_eval(tmp_path, str(tmp_path / "set"), "--out", str(out), "--agent",
-                          "oracle")
-    assert done.returncode == 0, done.stderr
-    [line] = lines(out)
+                          "oracle", "-j", "2")
+    assert done.returncode == 1, done.stderr
+    results = {line["task"]: line for line in lines(out)}
+    line, ghost = results["users"], results["ghost"]
     assert line["reward"] == 1.0, line
     assert line["verifier_output"].startswith("runner")
+    # a user the image lacks: the trial's error, as for a model, before anything runs
+    assert ghost["error_kind"] == "agent" and ghost["reward"] is None
+    assert ghost["error"].startswith("[agent] user: the user 'nobody-here' has no id")
 
 
-def test_a_model_whose_task_names_an_agent_user_is_refused_with_why(
+RUNNER_TESTS = """\
+#!/bin/bash
+ok=1
+check() { if [ "$2" != "$3" ]; then echo "$1: $2"; ok=0; fi; }
+check who "$(cat who.txt)" runner
+check job "$(cat job.txt)" runner
+check saved "$(cat made/saved.txt)" "$(printf 'saved\\nmore')"
+check owners "$(stat -c %U made made/saved.txt py.txt | tr '\\n' ' ')" "runner runner runner "
+check python "$(cat py.txt)" 1234
+echo "graded by $(id -un)"; echo $ok > /logs/verifier/reward.txt
+"""
+AS_RUNNER_CALLS = [
+    "```shell\nid -un > who.txt; (sleep 0.2; id -un > job.txt; sleep 600) & echo started\n```",
+    "```save made/saved.txt\nsaved\n```",
+    "```shell\necho more >> made/saved.txt && id -un\n```",
+    "```ipython\nimport os, time\nwhile not os.path.exists('job.txt'): time.sleep(0.1)\n"
+    "open('py.txt', 'w').write(str(os.getuid()))\n```",
+    "Done."]
+
+
+def as_runner(body: dict[str, Any]) -> Reply:
+    """Each of the tools in turn, as the task's agent user: the shell (and a job it leaves
+    running), the save tool, the shell writing on what it saved, python."""
+    step = sum(m["role"] == "assistant" for m in body["messages"])
+    return Reply(AS_RUNNER_CALLS[min(step, len(AS_RUNNER_CALLS) - 1)] + "\n")
+
+
+def test_a_model_s_tools_run_as_the_task_s_agent_user_and_a_missing_user_is_an_error(
         runner_image: str, tmp_path: Path) -> None:
-    """Never silently as another user: the model's sessions cannot switch users yet."""
-    make_task(tmp_path / "set", "users", USERS, runner_image, WHO_TESTS)
+    make_task(tmp_path / "set", "runner", AS_RUNNER, runner_image, RUNNER_TESTS)
+    make_task(tmp_path / "set", "ghost", AS_NOBODY, runner_image, RUNNER_TESTS)
     out = tmp_path / "model.jsonl"
-    with FakeModelServer(respond=lambda body: Reply("Done.")) as server:
+    with FakeModelServer(respond=as_runner) as server:
         done = fencecall_eval(tmp_path, str(tmp_path / "set"), "--out", str(out), "-m",
-                              "local/fake", "--retries", "0", url=server.openai_url)
-        assert server.requests == []
+                              "local/fake", "--retries", "0", "-j", "2",
+                              url=server.openai_url)
+        prompts = {m["content"] for served in server.requests
+                   for m in served.body["messages"]
+                   if m["role"] == "user"}
     assert done.returncode == 1, done.stderr
-    [line] = lines(out)
-    assert line["error_kind"] == "agent" and "runs as 'runner'" in line["error"]
-    assert line["reward"] is None
+    results = {line["task"]: line for line in lines(out)}
+    ran, ghost = results["runner"], results["ghost"]
+    assert ran["reward"] == 1.0 and ran["error_kind"] is None, ran
+    assert "graded by root" in ran["verifier_output"]  # the verifier: the image's user
+    assert ran["steps"] == len(AS_RUNNER_CALLS)
+    assert ghost["error_kind"] == "agent" and ghost["reward"] is None
+    assert ghost["error"].startswith("[agent] user: the user 'nobody-here' has no id")
+    assert not any("(ghost)" in prompt for prompt in prompts)  # never started
 
 
 STEPS = """\

@@ -14,10 +14,16 @@ it needs by name through a third mounted folder (see :mod:`._handoff`): what it 
 orphans included, stays below that init, so stopping the init (SIGSTOP) and then killing
 everything below it by host pid stops all of it. Killing the CLI's ``exec`` client alone
 would leave it all running. podman and docker take the same path.
+
+The processes run as the image's USER, or, in a view of :meth:`ContainerEnvironment.as_user`,
+as another user of the image's (a task's agent user): the scripts, the driver and the handed
+descriptors are open to any user already, and nothing that user writes is read by name on the
+host (the handoff folder and the working folder are only ever walked by descriptor).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import secrets
 import shutil
@@ -78,6 +84,12 @@ class ContainerEnvironment:
         self._init = cli.init_argv(f"/proc/{init}/root")
         self._programs: dict[str, bool] = {}
         self._closed = False
+        self._user: str | None = None
+        """Who its processes run as (None: the image's USER); see :meth:`as_user`."""
+        self._view = False
+        self.owner: tuple[int, int] | None = None
+        """The uid and gid that new files the file tools make get: those of
+        :meth:`as_user`'s user; None: their folder's."""
 
     @classmethod
     def start(cls, image: str, files: Path, *, cli: ContainerCli | None = None,
@@ -128,7 +140,7 @@ class ContainerEnvironment:
         def run(wrapper: list[str]) -> subprocess.Popen[bytes]:
             inner = self.cli.exec_argv(self.container, [*self._init, *wrapper, *argv],
                                        interactive=stdin is not None, workdir=self.workdir,
-                                       env={**_SUBREAPER, **(env or {})})
+                                       env={**_SUBREAPER, **(env or {})}, user=self._user)
             return start_process(inner, stdin=stdin, stdout=stdout, stderr=stderr,
                                  start_new_session=True)
         return self._handoff.start(fds, run)
@@ -136,19 +148,36 @@ class ContainerEnvironment:
     def pipe(self) -> tuple[int, int]:
         return self._handoff.pipe()
 
+    def as_user(self, user: str) -> ContainerEnvironment:
+        """This container with its processes run as ``user`` (a name or a uid, as ``exec
+        --user`` takes it), as a task's agent runs as a user of its own; the new files the
+        file tools make are that user's (:attr:`owner`), so both sides write them. Its
+        :meth:`close` leaves the container to this one. ContainerError where the
+        container has no such user."""
+        view = copy.copy(self)
+        view._user, view._programs, view._view = user, {}, True
+        view.owner = view._ids()
+        return view
+
+    def _ids(self) -> tuple[int, int]:
+        """The uid and gid its processes run as, as ``id`` says there: only numbers are
+        taken, whatever the image's ``id`` prints."""
+        code, out, err = self.exec(["sh", "-c", "id -u; id -g"], 60)
+        ids = out.split()
+        if code != 0 or len(ids) != 2 or not all(part.isdigit() for part in ids):
+            who = "the image's user" if self._user is None else f"the user {self._user!r}"
+            raise ContainerError(f"{who} has no id in the container: {err.strip()[-200:]}")
+        return int(ids[0]), int(ids[1])
+
     def _give_files_to_user(self) -> None:
         """Make the image's user (not root) the owner of the working folder fencecall made
         for it, so the user can write there as in the image; what the file tools then
         write keeps the owner of what it replaces, or takes its folder's. Only root can
         give files away: elsewhere (a rootless podman maps the user to another id) they
         stay fencecall's."""
-        code, out, err = self.exec(["sh", "-c", "id -u; id -g"], 60)
-        ids = out.split()
-        if code != 0 or len(ids) != 2 or not all(part.isdigit() for part in ids):
-            raise ContainerError(f"the image's user has no id here: {err.strip()[-200:]}")
+        uid, gid = self._ids()
         if os.geteuid() != 0:
             return
-        uid, gid = int(ids[0]), int(ids[1])
         os.chown(self.files, uid, gid)
         for _, names, others, folder in os.fwalk(self.files):
             for name in (*names, *others):
@@ -171,7 +200,8 @@ class ContainerEnvironment:
         mark = f"{_EXEC_MARK}={secrets.token_hex(8)}"
         name, _, value = mark.partition("=")
         command = self.cli.exec_argv(self.container, [*self._init, *argv],
-                                     workdir=self.workdir, env={**_SUBREAPER, name: value})
+                                     workdir=self.workdir, env={**_SUBREAPER, name: value},
+                                     user=self._user)
         done = run_bounded(command, timeout, on_timeout=lambda: stop_and_kill(
             self._namespace.carrying(mark.encode())))
         return 124 if done.returncode is None else done.returncode, done.stdout, done.stderr
@@ -183,7 +213,8 @@ class ContainerEnvironment:
         self.cli.copy_out(self.container, path, host_path)
 
     def close(self) -> None:
-        if self._closed:
+        """Remove the container (a view of :meth:`as_user` leaves it to its own)."""
+        if self._closed or self._view:
             return
         self._closed = True
         self.cli.remove(self.container)

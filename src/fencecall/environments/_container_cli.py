@@ -177,10 +177,13 @@ class ContainerCli:
         return False
 
     def exec_argv(self, container: str, argv: Sequence[str], *, interactive: bool = False,
-                  workdir: str | None = None, env: Mapping[str, str] | None = None
-                  ) -> list[str]:
-        """The command line that runs ``argv`` in ``container``."""
+                  workdir: str | None = None, env: Mapping[str, str] | None = None,
+                  user: str | None = None) -> list[str]:
+        """The command line that runs ``argv`` in ``container`` (as ``user``; None: the
+        image's)."""
         options = ["--interactive"] if interactive else []
+        if user is not None:
+            options += ["--user", user]
         if workdir:
             options += ["--workdir", workdir]
         for key, value in (env or {}).items():

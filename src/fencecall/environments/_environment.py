@@ -33,6 +33,12 @@ class Environment(Protocol):
         shell sources, the python driver)."""
         ...
 
+    @property
+    def owner(self) -> tuple[int, int] | None:
+        """The uid and gid the new files and folders the file tools make get, where its
+        processes run as a user other than the files' folder's (None: the folder's)."""
+        ...
+
     def spawn(self, argv: Sequence[str], *, fds: Sequence[int] = (),
               env: Mapping[str, str] | None = None, stdin: Stream = None,
               stdout: Stream = None, stderr: Stream = None) -> subprocess.Popen[bytes]:

@@ -124,6 +124,16 @@ class TrialContainer:
             return Ran(None, done.stdout + done.stderr)
         return Ran(done.returncode, done.stdout + done.stderr)
 
+    def agent_place(self, user: str | None) -> ContainerEnvironment:
+        """The container as the agent's tools run in it: as ``user`` (the task's ``[agent]
+        user``; None: the image's). ContainerError, saying so, where it has no such user."""
+        if user is None:
+            return self.place
+        try:
+            return self.place.as_user(user)
+        except ContainerError as err:
+            raise ContainerError(f"[agent] user: {err}") from None
+
     def own_workdir_as(self, owner: tuple[int, int, int]) -> None:
         """The working folder (a host folder mounted there) given the image's folder's
         ``owner`` (uid, gid, mode), so a task's users may write there as in the image."""

@@ -2,8 +2,11 @@
 configuration's, or ``--tools``) working in the trial's container, unasked (the container is
 the boundary, and nobody is there to confirm), its conversation logged in the trial's folder
 (``conversation.jsonl``; a step's in ``steps/NAME/``) and exported as an ATIF trajectory
-(``trajectory.json``) when it ends. A task whose agent runs as a user of its own is refused
-with why: the sessions run as the image's user.
+(``trajectory.json``) when it ends. Where the task's agent runs as a user of its own
+(``[agent] user``), so do its tools: its shell, python and background jobs run as that user
+in the container, and the files its file tools make are that user's (see
+:meth:`~fencecall.environments.ContainerEnvironment.as_user`); a user the image does not
+have is the trial's ``agent`` error.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from ..agent.offload import in_thread
 from ..agent.stats import TOKEN_KINDS, collect
 from ..assembly import Overrides, RunSettings, resolve_settings
 from ..config import Config
+from ..environments import ContainerEnvironment, ContainerError
 from ..execution import Session, auto_yes
 from ..export import export
 from ..message import Outcome
@@ -32,12 +36,12 @@ from ._steps import Step
 TRAJECTORY = "trajectory.json"
 
 
-def container_session(settings: RunSettings, config: Config, container: TrialContainer,
+def container_session(settings: RunSettings, config: Config, place: ContainerEnvironment,
                       secrets: Mapping[str, str]) -> Session:
-    """The session of a model trial: its tools run in ``container`` (which the trial
-    removes), every call unasked."""
+    """The session of a model trial: its tools run in ``place`` (the trial's container,
+    which the trial removes, as the agent's user), every call unasked."""
     return assembly.tool_session(settings, config, confirm=auto_yes, secrets=secrets,
-                                 warn=lambda warning: None, environment=container.place)
+                                 warn=lambda warning: None, environment=place)
 
 
 @dataclass(slots=True)
@@ -70,13 +74,12 @@ class ModelAgents:
         settings = self.settings(folder, container.image)
         if settings.model is None:
             return AgentRun("error", error="no model: pass --model or --agent oracle")
-        if step.agent_user is not None:
-            return AgentRun("error", error=(
-                f"the task's agent runs as {step.agent_user!r}, and the model's shell and "
-                "python sessions cannot run as a user of the task's own yet (they run as "
-                "the image's); the oracle can (--agent oracle)"))
         try:
-            agent = await in_thread(lambda: self._agent(settings, container, logs))
+            place = await in_thread(lambda: container.agent_place(step.agent_user))
+        except ContainerError as err:
+            return AgentRun("error", error=str(err))
+        try:
+            agent = await in_thread(lambda: self._agent(settings, container, place, logs))
         except Exception as err:
             return AgentRun("error", error=f"the agent could not start: {err}")
         try:
@@ -88,13 +91,14 @@ class ModelAgents:
             agent.conversation.close()
         return self._ended(agent, outcome, error, time.monotonic() - clock)
 
-    def _agent(self, settings: RunSettings, container: TrialContainer, folder: Path) -> Agent:
+    def _agent(self, settings: RunSettings, container: TrialContainer,
+               place: ContainerEnvironment, folder: Path) -> Agent:
         model = str(settings.model)
         with self._lock:  # trials start together; one provider per model
             if model not in self._providers:
                 self._providers[model] = assembly.provider(settings, self.config,
                                                            self.secrets)
-        session = container_session(settings, self.config, container, self.secrets)
+        session = container_session(settings, self.config, place, self.secrets)
         conversation = Conversation(folder, synced=False)
         conversation.remember({"model": model, "format": settings.format.name,
                                "tools": list(session.toolchain.names()),

@@ -64,10 +64,11 @@ class Place:
             self._closed = True
             os.close(self.folder)
 
-    def make_folders(self) -> int:
+    def make_folders(self, owner: tuple[int, int] | None = None) -> int:
         """The descriptor of the file's own folder, creating the missing ones (never through a
-        link: one that appears meanwhile raises :class:`PathChanged`). The caller closes it."""
-        return _descend(os.dup(self.folder), self.missing, self.path, make=True)
+        link: one that appears meanwhile raises :class:`PathChanged`), each ``owner``'s (uid,
+        gid), else its folder's. The caller closes it."""
+        return _descend(os.dup(self.folder), self.missing, self.path, make=True, owner=owner)
 
 
 def locate(given: str, roots: Sequence[Path]) -> Place:
@@ -103,17 +104,21 @@ def display(path: Path, roots: Sequence[Path]) -> str:
     return str(path)
 
 
-def give_to(fd: int, owner: os.stat_result) -> None:
-    """Make ``owner``'s user and group those of the file ``fd`` where they differ and this
-    process may (as root)."""
-    if (owner.st_uid, owner.st_gid) != (os.geteuid(), os.getegid()):
+def give_to(fd: int, owner: os.stat_result | tuple[int, int]) -> None:
+    """Make ``owner``'s user and group (a file's, or a uid and gid) those of the file ``fd``
+    where they differ and this process may (as root)."""
+    uid, gid = (owner.st_uid, owner.st_gid) if isinstance(owner, os.stat_result) \
+        else owner
+    if (uid, gid) != (os.geteuid(), os.getegid()):
         with contextlib.suppress(PermissionError):  # by /proc: a folder's is an O_PATH one
-            os.chown(f"/proc/self/fd/{fd}", owner.st_uid, owner.st_gid)
+            os.chown(f"/proc/self/fd/{fd}", uid, gid)
 
 
-def _descend(current: int, names: Sequence[str], path: Path, *, make: bool) -> int:
+def _descend(current: int, names: Sequence[str], path: Path, *, make: bool,
+             owner: tuple[int, int] | None = None) -> int:
     """From the folder ``current`` (taken over) down through ``names``, never through a link,
-    making the missing ones if ``make``. The caller closes the descriptor returned."""
+    making the missing ones if ``make`` (``owner``'s, else their folder's). The caller closes
+    the descriptor returned."""
     try:
         for name in names:
             made = False
@@ -125,8 +130,8 @@ def _descend(current: int, names: Sequence[str], path: Path, *, make: bool) -> i
             if following is None:
                 raise PathChanged(errno.ENOTDIR, "not a folder, or a link (not followed)",
                                   str(path))
-            if made:  # its folder's owner, as a new file (see file_io.atomic_write)
-                give_to(following, os.fstat(current))
+            if made:  # as a new file (see file_io.atomic_write)
+                give_to(following, owner or os.fstat(current))
             os.close(current)
             current = following
     except BaseException:

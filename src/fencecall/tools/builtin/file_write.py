@@ -100,7 +100,8 @@ def write_file(invocation: ToolInvocation, place: Place, text: str, previous: st
     editor = context.text_files
     try:
         if editor is None:
-            atomic_write(place, text)
+            atomic_write(place, text, None if context.environment is None
+                         else context.environment.owner)
         else:
             editor.write(path, text)
     except OSError as err:

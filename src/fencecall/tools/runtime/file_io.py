@@ -85,20 +85,20 @@ def newline_of(text: str) -> str:
     return "\r\n" if lf and text.count("\r\n") == lf else "\n"
 
 
-def atomic_write(place: Place, text: str) -> None:
+def atomic_write(place: Place, text: str, owner: tuple[int, int] | None = None) -> None:
     """Write ``text`` to ``place`` via a temporary file and a rename, both in the file's own
     folder by descriptor.
 
     A reader (or a crash) sees the old file or the new one, never half of it. Missing folders
     are created; an existing file keeps its permission bits, a new one gets the umask's. It
-    keeps its owner too, and a new one takes its folder's, where fencecall may give files
-    away (as root: a container's user, or the owner of a folder worked in with sudo, can
-    go on writing it).
+    keeps its owner too, and a new one (and a folder made for it) is ``owner``'s (uid, gid),
+    else takes its folder's, where fencecall may give files away (as root: a container's
+    user, or the owner of a folder worked in with sudo, can go on writing it).
     """
     if place.info is not None and stat.S_ISDIR(place.info.st_mode):
         # before any temporary file: a place naming a root itself has its folder outside
         raise IsADirectoryError(errno.EISDIR, "is a directory", str(place.path))
-    folder = place.make_folders()
+    folder = place.make_folders(owner)
     try:
         mode = None
         if place.info is not None and stat.S_ISREG(place.info.st_mode):
@@ -106,7 +106,7 @@ def atomic_write(place: Place, text: str) -> None:
         temp, fd = _new_temp(folder, place.name)
         try:
             give_to(fd, place.info if place.info is not None and
-                    stat.S_ISREG(place.info.st_mode) else os.fstat(folder))
+                    stat.S_ISREG(place.info.st_mode) else owner or os.fstat(folder))
             with os.fdopen(fd, "wb") as handle:
                 handle.write(encode(text))
                 handle.flush()
