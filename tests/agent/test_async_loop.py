@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from fencecall.accounting import Exactness
+from fencecall.accounting import Billing, Exactness, Pricing, ServerCounter, Spend
 from fencecall.agent import Agent, AgentSettings, Conversation
 from fencecall.agent.offload import DaemonThreads
 from fencecall.execution import Session, auto_yes
 from fencecall.message import Outcome
 from fencecall.providers import ChatRequest, ScriptedProvider, StreamEvent, has_astream
 from fencecall.providers._openai_provider import OpenAIProvider
+from fencecall.providers.base import wire_texts
 from fencecall.tools import Toolchain
 from tests.fakeserver import FakeModelServer, Reply
 
@@ -150,3 +151,13 @@ def test_the_daemon_pool_reuses_its_threads_and_never_holds_the_exit() -> None:
         pool.submit(lambda: None)
     with pytest.raises(ZeroDivisionError):
         DaemonThreads(1).submit(lambda: 1 / 0).result(timeout=5)
+
+
+def test_a_server_counter_that_fell_back_to_the_estimate_counts_on_the_loop() -> None:
+    """A tokenizer server that gave no count is not asked again: counting is the estimate's
+    arithmetic then, done at once rather than in a worker thread."""
+    counter = ServerCounter("http://127.0.0.1:9", "m", timeout=0.5)
+    billing = Billing(Spend(Pricing("m", "p", None)), counter, wire_texts)
+    assert billing.counts_slowly
+    counter.count("hello")  # the server does not answer: the estimate from now on
+    assert counter.exactness == "estimate" and not billing.counts_slowly

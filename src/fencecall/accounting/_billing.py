@@ -24,7 +24,7 @@ from ..telemetry import ChatRun
 from ._budget import Spend
 from ._limits import Refusal
 from .checks import larger
-from .tokens import MESSAGE_OVERHEAD, Estimate, Exactness, TokenCounter, request_tokens
+from .tokens import MESSAGE_OVERHEAD, Exactness, TokenCounter, request_tokens
 
 Wire = Callable[[Sequence[Message]], list[str]]
 """The text of each message as the chat API shows it: what the model's server counts."""
@@ -70,8 +70,9 @@ class Billing:
     @property
     def counts_slowly(self) -> bool:
         """Whether counting tokens may wait (on a tokenizer server, or a large vocabulary's
-        work): the event loop then leaves it to a thread."""
-        return not isinstance(self.counter, Estimate)
+        work): the event loop then leaves it to a thread. A counter that estimates (one
+        whose server gave no count, too) counts at once."""
+        return self.counter.exactness != "estimate"
 
     @property
     def reserving_waits(self) -> bool:
