@@ -177,8 +177,8 @@ def _collect(ray: Any, running: list[Any], file: ResultFile | None, written: set
 def connect(ray: Any, address: str | None) -> None:
     """Connect to Ray at ``address`` (None: the running instance, ``RAY_ADDRESS``, or a new
     local one) unless already connected. Ray's driver puts a SIGTERM handler of its own in
-    place (it logs and exits at once, with 1, leaving the shards' containers to run): the
-    process's own goes back, so SIGTERM stops the shards as Ctrl-C does."""
+    place (it logs and exits at once, with 1, before the shards are cancelled): the
+    process's own goes back (while the shards run, :func:`stop_signals` takes over)."""
     if ray.is_initialized():
         return
     kept = signal.getsignal(signal.SIGTERM)
