@@ -92,7 +92,8 @@ class SseClient:
         response = await self._http.send(request, stream=True)
         if response.status_code >= 400:
             try:
-                raise StatusError(response, await _head(response, ERROR_BODY_LIMIT))
+                raise StatusError(response, await _take(response.aiter_bytes(),
+                                                        ERROR_BODY_LIMIT))
             finally:
                 await response.aclose()
         return EventStream(response)
@@ -101,12 +102,8 @@ class SseClient:
         await self._http.aclose()
 
 
-async def _head(response: httpx2.Response, limit: int) -> bytes:
-    """At most ``limit`` bytes of the body; whether more came is not waited for."""
-    return await _take(response.aiter_bytes(), limit)
-
-
 async def _take(pieces: AsyncIterator[bytes], limit: int) -> bytes:
+    """At most ``limit`` bytes of ``pieces``; whether more came is not waited for."""
     taken = bytearray()
     async for piece in pieces:
         taken += piece
