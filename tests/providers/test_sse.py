@@ -161,6 +161,39 @@ def test_a_server_that_keeps_sending_after_done_does_not_hold_the_reply(
     assert isinstance(events[-1], StreamEnd) and events[-1].stop_reason == "stop"
 
 
+def test_a_reply_cut_short_closes_its_connection_and_the_next_reads_its_own(
+        serve: Callable[..., RawServer]) -> None:
+    """A reply the agent stops reading (its call is complete) leaves bytes on the wire: they
+    must not be read as the next reply's, so its connection is closed, not kept."""
+    first = chunked(chunk("Hello") + chunk(" ignored") * 50, end=False)
+    server = serve(first, chunked(GOOD))
+    provider = OpenAIProvider(api_key="k", base_url=server.url, max_retries=0)
+
+    async def scenario() -> tuple[StreamEvent, list[StreamEvent]]:
+        try:
+            events = provider.astream(REQUEST)
+            head = await anext(events)
+            await events.aclose()
+            return head, [event async for event in provider.astream(REQUEST)]
+        finally:
+            await provider.aclose()
+
+    head, second = asyncio.run(asyncio.wait_for(scenario(), 20))
+    assert head == TextDelta("Hello")
+    assert second[:2] == [TextDelta("Hello"), TextDelta(" there.")]
+    assert isinstance(second[-1], StreamEnd) and server.connections == 2
+
+
+def test_a_redirect_is_followed_with_the_request_as_the_sdk_client_does(
+        serve: Callable[..., RawServer]) -> None:
+    target = serve(chunked(GOOD))
+    moved = (b"HTTP/1.1 307 Temporary Redirect\r\nLocation: %s/chat/completions\r\n"
+             b"Content-Length: 0\r\n\r\n" % target.url.encode())
+    [events] = read(serve(moved))
+    assert events[:2] == [TextDelta("Hello"), TextDelta(" there.")]
+    assert target.connections == 1
+
+
 STREAM = [b"data: {\"a\": 1}\n\n", b": a comment\n\n", b"event: ping\ndata: x\r\ndata: y\r\n\r\n",
           b"id: 3\ndata:z\r\rdata: last"]
 """Events with LF, CRLF and CR line ends, a comment, other fields, data split over lines,

@@ -3,10 +3,13 @@
 On an event loop running a thousand sessions, the OpenAI SDK's own work per request (its
 request options, copies and checks, its stream objects) was a third of fencecall's CPU per
 batch task; a chat-completions request is one JSON POST answered by server-sent events, so
-the async path sends it with the SDK's HTTP client class (over aiohttp), headers and base
-URL, and reads the events here. Errors read as the SDK's do (``Error code: 429 - message``),
-so both paths of a provider say the same; what a server sends is bounded (an error's body,
-an event, the rest of a stream after ``[DONE]``).
+the async path sends it with the SDK's headers and base URL and reads the events here. It
+goes through the aiohttp session of the SDK's HTTP client (``DefaultAioHttpClient``), with the
+proxy, TLS settings, connection limit and timeouts that client chose for the base URL, but not
+through httpx's request and response objects, which were a quarter of what is left per
+request. Errors read as the SDK's do (``Error code: 429 - message``), so both paths of a
+provider say the same; what a server sends is bounded (an error's body, an event, the rest
+of a stream after ``[DONE]``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import aiohttp
 import httpx2
+from openai._vendor.httpx_aiohttp import AiohttpTransport
+from openai._vendor.httpx_aiohttp.transport import map_aiohttp_exceptions
 
 from ._gate import Failure, retry_after
 
@@ -35,13 +41,13 @@ DEFAULT_STREAM_ERROR = "An error occurred during streaming"
 
 class StatusError(Exception):
     """The server refused the request (an HTTP status of 400 or more); the gate reads
-    ``status_code`` and the headers (``Retry-After``) of ``response``."""
+    ``status_code`` and ``headers`` (``Retry-After``)."""
 
-    def __init__(self, response: httpx2.Response, body: bytes):
-        self.status_code = response.status_code
-        self.response = response
+    def __init__(self, status: int, headers: Mapping[str, str], body: bytes):
+        self.status_code = status
+        self.headers = headers
         message = _error_message(body)
-        super().__init__(f"Error code: {response.status_code}"
+        super().__init__(f"Error code: {status}"
                          + (f" - {message[:MESSAGE_LIMIT]}" if message else ""))
 
 
@@ -64,38 +70,56 @@ def failure(err: Exception) -> Failure | None:
     """The gate's view of an error of :meth:`SseClient.open`: a status, no answer at all, or
     neither (raised as it is)."""
     if isinstance(err, StatusError):
-        return Failure(err.status_code, retry_after(err.response.headers))
+        return Failure(err.status_code, retry_after(err.headers))
     if isinstance(err, httpx2.TransportError):
         return Failure(None)
     return None
 
 
-ERRORS = (httpx2.HTTPError, httpx2.InvalidURL, StatusError, StreamError)
-"""What the async path raises that is the server's or the network's doing."""
+ERRORS = (httpx2.HTTPError, httpx2.InvalidURL, aiohttp.ClientError, StatusError, StreamError)
+"""What the async path raises that is the server's or the network's doing: aiohttp's errors
+as the SDK's transport maps them to httpx's (a dropped connection, a timeout), and those it
+leaves as they are (too many redirects)."""
 
 
 class SseClient:
-    """One HTTP connection pool that POSTs JSON to ``base_url`` with ``headers`` and opens
-    the reply as an :class:`EventStream`."""
+    """POSTs JSON to ``base_url`` with ``headers`` through ``http``'s aiohttp session and
+    opens the reply as an :class:`EventStream`. ``http`` stays the session's owner: closing
+    it closes the connections."""
 
     def __init__(self, http: httpx2.AsyncClient, base_url: str, headers: Mapping[str, str]):
         self._http = http
         self._base_url = base_url.rstrip("/")
         self._headers = {**headers, "Accept": "text/event-stream"}
+        transport = http._transport_for_url(httpx2.URL(self._base_url))  # the proxy's, if any
+        if not isinstance(transport, AiohttpTransport):
+            raise TypeError(f"an aiohttp client is needed, not {type(transport).__name__}")
+        self._transport = transport
+        timeout, proxy = http.timeout, transport.proxy
+        self._options: dict[str, Any] = {
+            "allow_redirects": http.follow_redirects,
+            "timeout": aiohttp.ClientTimeout(sock_connect=timeout.connect,
+                                             sock_read=timeout.read, connect=timeout.pool),
+            "proxy": None if proxy is None else str(proxy.url),
+            "proxy_auth": None if proxy is None or not proxy.auth
+            else aiohttp.BasicAuth(*proxy.auth),
+            "proxy_headers": None if proxy is None else dict(proxy.headers)}
 
     async def open(self, path: str, body: dict[str, Any]) -> EventStream:
         """Sends ``body`` (ASCII JSON: a lone surrogate in a message stays an escape); a
         refusal is :class:`StatusError`, read and closed."""
-        request = self._http.build_request("POST", self._base_url + path,
-                                           content=json.dumps(body).encode(),
-                                           headers=self._headers)
-        response = await self._http.send(request, stream=True)
-        if response.status_code >= 400:
-            try:
-                raise StatusError(response, await _take(response.aiter_bytes(),
-                                                        ERROR_BODY_LIMIT))
-            finally:
-                await response.aclose()
+        if not isinstance(self._transport.client, aiohttp.ClientSession):
+            self._transport.client = self._transport.get_client()  # as the transport does
+        with map_aiohttp_exceptions():
+            response = await self._transport.client.request(
+                "POST", self._base_url + path, data=json.dumps(body).encode(),
+                headers=self._headers, **self._options)
+            if response.status >= 400:
+                try:
+                    raise StatusError(response.status, response.headers, await _take(
+                        response.content.iter_any(), ERROR_BODY_LIMIT))
+                finally:
+                    response.close()
         return EventStream(response)
 
     async def close(self) -> None:
@@ -114,28 +138,33 @@ async def _take(pieces: AsyncIterator[bytes], limit: int) -> bytes:
 
 class EventStream:
     """The JSON objects of a reply's ``data:`` events, up to ``[DONE]`` (whose rest is read,
-    bounded, so that an HTTP/1.1 connection goes back to its pool); an error event raises
+    bounded, so that the connection goes back to its pool); an error event raises
     :class:`StreamError`."""
 
-    def __init__(self, response: httpx2.Response):
+    def __init__(self, response: aiohttp.ClientResponse):
         self._response = response
 
     async def __aiter__(self) -> AsyncIterator[object]:
-        pieces = self._response.aiter_bytes()
-        async for data in _event_data(pieces):
-            if data.startswith("[DONE]"):
-                if self._response.http_version == "HTTP/1.1":
+        pieces = self._response.content.iter_any()
+        with map_aiohttp_exceptions():
+            async for data in _event_data(pieces):
+                if data.startswith("[DONE]"):
                     await _take(pieces, DRAIN_LIMIT)
-                return
-            chunk = json.loads(data)
-            if isinstance(chunk, dict) and (error := chunk.get("error")):
-                message = error.get("message") if isinstance(error, dict) else None
-                raise StreamError(message[:MESSAGE_LIMIT] if isinstance(message, str)
-                                  and message else DEFAULT_STREAM_ERROR)
-            yield chunk
+                    return
+                chunk = json.loads(data)
+                if isinstance(chunk, dict) and (error := chunk.get("error")):
+                    message = error.get("message") if isinstance(error, dict) else None
+                    raise StreamError(message[:MESSAGE_LIMIT] if isinstance(message, str)
+                                      and message else DEFAULT_STREAM_ERROR)
+                yield chunk
 
     async def close(self) -> None:
-        await self._response.aclose()
+        """Gives the connection back once the reply was read to its end, else closes it
+        (what is left of a cut reply must not be read as the next one's)."""
+        if self._response.content.at_eof():
+            self._response.release()
+        else:
+            self._response.close()
 
 
 async def _event_data(pieces: AsyncIterator[bytes]) -> AsyncIterator[str]:
