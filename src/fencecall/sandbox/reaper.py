@@ -40,6 +40,9 @@ _ENVIRON_LIMIT = 256 * 1024
 """Bytes of a process's environment :func:`sweep` reads: the variable may come last."""
 _KILL_FOR = 2.0
 _POLL = 0.02
+_FIRST_PAUSE = 0.001
+"""The first wait after a SIGKILL: each session's close waits on it, and a whole pause of
+``_POLL`` there was most of a batch task's time in its end."""
 
 PROGRAM: Path | None = Path(__file__).with_name("fencecall-reaper")
 """The compiled reaper (``_reaper.c``), the same steps as :data:`_SCRIPT` with the same
@@ -203,10 +206,11 @@ def kill_tree(pid: int, grace: float = 0.0) -> None:
         while victims and time.monotonic() < deadline:
             time.sleep(_POLL)
             victims = remaining()
-    deadline = time.monotonic() + _KILL_FOR
+    deadline, pause = time.monotonic() + _KILL_FOR, _FIRST_PAUSE
     while (victims := remaining()) and time.monotonic() < deadline:
         _signal_all(victims, signal.SIGKILL)
-        time.sleep(_POLL)
+        time.sleep(pause)  # killed processes are gone within a millisecond or two
+        pause = min(pause * 2, _POLL)
 
 
 def sweep() -> list[int]:
