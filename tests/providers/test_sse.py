@@ -194,6 +194,21 @@ def test_a_redirect_is_followed_with_the_request_as_the_sdk_client_does(
     assert target.connections == 1
 
 
+def test_requests_go_through_the_proxy_the_environment_names(
+        serve: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK client's proxy for the base URL is used (here HTTP_PROXY, as httpx reads it):
+    the model's server itself is never reached."""
+    proxy = serve(chunked(GOOD))
+    unreachable = serve()
+    unreachable.close()
+    monkeypatch.setenv("HTTP_PROXY", proxy.url.removesuffix("/v1"))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    [events] = read(unreachable)
+    assert events[:2] == [TextDelta("Hello"), TextDelta(" there.")]
+    assert proxy.connections == 1
+
+
 STREAM = [b"data: {\"a\": 1}\n\n", b": a comment\n\n", b"event: ping\ndata: x\r\ndata: y\r\n\r\n",
           b"id: 3\ndata:z\r\rdata: last"]
 """Events with LF, CRLF and CR line ends, a comment, other fields, data split over lines,
