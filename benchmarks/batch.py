@@ -83,7 +83,7 @@ from fencecall.batch import BatchOptions, Task, TaskResult, run_batch
 from fencecall.config import load_config
 
 from . import fast_model_server
-from .machine import commit, processor
+from .machine import commit, filesystem, processor
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"
@@ -490,7 +490,9 @@ def machine(delay: float) -> dict[str, Any]:
             "python": platform.python_version(), "commit": commit(),
             "load average": [round(x, 2) for x in os.getloadavg()],
             "memory total MiB": round(os.sysconf("SC_PHYS_PAGES") * PAGE / 2**20),
-            "delay s": delay, "replies per task": REPLIES, "tool calls per task": CALLS}
+            "delay s": delay, "replies per task": REPLIES, "tool calls per task": CALLS,
+            "folder": tempfile.gettempdir(),
+            "filesystem": filesystem(Path(tempfile.gettempdir()))}
 
 
 COLUMNS = ("runner", "tools", "concurrency", "tasks", "tasks/s", "tool calls/s", "of ideal",
@@ -531,7 +533,8 @@ def header(about: dict[str, Any], args: argparse.Namespace) -> str:
             f"{load}; Python {about['python']}, fencecall {about['commit'] or '?'}.\n"
             f"{args.delay:g} s per reply, {REPLIES} replies and {CALLS} tool calls per task "
             f"(ideal tasks/s = concurrency / {REPLIES * args.delay:g}), {args.waves} waves per "
-            f"level, sandbox {args.sandbox}; "
+            f"level, sandbox {args.sandbox}, workspaces in {about['folder']} "
+            f"({about['filesystem']}); "
             + (f"median of {args.repeats} runs (lowest-highest of ideal in brackets)."
                if args.repeats > 1 else "one run per level."))
 
