@@ -7,9 +7,9 @@ the async path sends it with the SDK's headers and base URL and reads the events
 goes through the aiohttp session of the SDK's HTTP client (``DefaultAioHttpClient``), with the
 proxy, TLS settings, connection limit and timeouts that client chose for the base URL, but not
 through httpx's request and response objects, which were a quarter of what is left per
-request. Errors read as the SDK's do (``Error code: 429 - message``), so both paths of a
-provider say the same; what a server sends is bounded (an error's body, an event, the rest
-of a stream after ``[DONE]``).
+request; aiohttp's own errors are what it raises. Refusals read as the SDK's do (``Error code:
+429 - message``), so both paths of a provider say the same; what a server sends is bounded
+(an error's body, an event, the rest of a stream after ``[DONE]``).
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from typing import Any
 
 import aiohttp
 import httpx2
-from openai._vendor.httpx_aiohttp import AiohttpTransport
-from openai._vendor.httpx_aiohttp.transport import map_aiohttp_exceptions
 
 from ._gate import Failure, retry_after
 
@@ -67,19 +65,20 @@ def _error_message(body: bytes) -> str | None:
 
 
 def failure(err: Exception) -> Failure | None:
-    """The gate's view of an error of :meth:`SseClient.open`: a status, no answer at all, or
-    neither (raised as it is)."""
+    """The gate's view of an error of :meth:`SseClient.open`: a status, no answer at all (the
+    connection failed, broke or timed out; the proxy failed), or neither (raised as it is)."""
     if isinstance(err, StatusError):
         return Failure(err.status_code, retry_after(err.headers))
-    if isinstance(err, httpx2.TransportError):
+    if isinstance(err, NO_ANSWER):
         return Failure(None)
     return None
 
 
-ERRORS = (httpx2.HTTPError, httpx2.InvalidURL, aiohttp.ClientError, StatusError, StreamError)
-"""What the async path raises that is the server's or the network's doing: aiohttp's errors
-as the SDK's transport maps them to httpx's (a dropped connection, a timeout), and those it
-leaves as they are (too many redirects)."""
+NO_ANSWER = (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError,
+             aiohttp.ClientHttpProxyError)
+"""aiohttp's errors that mean the server gave no answer (a timeout is a connection error)."""
+ERRORS = (aiohttp.ClientError, StatusError, StreamError)
+"""What the async path raises that is the server's or the network's doing."""
 
 
 class SseClient:
@@ -91,8 +90,9 @@ class SseClient:
         self._http = http
         self._base_url = base_url.rstrip("/")
         self._headers = {**headers, "Accept": "text/event-stream"}
-        transport = http._transport_for_url(httpx2.URL(self._base_url))  # the proxy's, if any
-        if not isinstance(transport, AiohttpTransport):
+        # the SDK's AiohttpTransport (of a private module) for this URL: the proxy's, if any
+        transport: Any = http._transport_for_url(httpx2.URL(self._base_url))
+        if not all(hasattr(transport, name) for name in ("client", "get_client", "proxy")):
             raise TypeError(f"an aiohttp client is needed, not {type(transport).__name__}")
         self._transport = transport
         timeout, proxy = http.timeout, transport.proxy
@@ -110,16 +110,15 @@ class SseClient:
         refusal is :class:`StatusError`, read and closed."""
         if not isinstance(self._transport.client, aiohttp.ClientSession):
             self._transport.client = self._transport.get_client()  # as the transport does
-        with map_aiohttp_exceptions():
-            response = await self._transport.client.request(
-                "POST", self._base_url + path, data=json.dumps(body).encode(),
-                headers=self._headers, **self._options)
-            if response.status >= 400:
-                try:
-                    raise StatusError(response.status, response.headers, await _take(
-                        response.content.iter_any(), ERROR_BODY_LIMIT))
-                finally:
-                    response.close()
+        response = await self._transport.client.request(
+            "POST", self._base_url + path, data=json.dumps(body).encode(),
+            headers=self._headers, **self._options)
+        if response.status >= 400:
+            try:
+                raise StatusError(response.status, response.headers, await _take(
+                    response.content.iter_any(), ERROR_BODY_LIMIT))
+            finally:
+                response.close()
         return EventStream(response)
 
     async def close(self) -> None:
@@ -146,17 +145,16 @@ class EventStream:
 
     async def __aiter__(self) -> AsyncIterator[object]:
         pieces = self._response.content.iter_any()
-        with map_aiohttp_exceptions():
-            async for data in _event_data(pieces):
-                if data.startswith("[DONE]"):
-                    await _take(pieces, DRAIN_LIMIT)
-                    return
-                chunk = json.loads(data)
-                if isinstance(chunk, dict) and (error := chunk.get("error")):
-                    message = error.get("message") if isinstance(error, dict) else None
-                    raise StreamError(message[:MESSAGE_LIMIT] if isinstance(message, str)
-                                      and message else DEFAULT_STREAM_ERROR)
-                yield chunk
+        async for data in _event_data(pieces):
+            if data.startswith("[DONE]"):
+                await _take(pieces, DRAIN_LIMIT)
+                return
+            chunk = json.loads(data)
+            if isinstance(chunk, dict) and (error := chunk.get("error")):
+                message = error.get("message") if isinstance(error, dict) else None
+                raise StreamError(message[:MESSAGE_LIMIT] if isinstance(message, str)
+                                  and message else DEFAULT_STREAM_ERROR)
+            yield chunk
 
     async def close(self) -> None:
         """Gives the connection back once the reply was read to its end, else closes it
