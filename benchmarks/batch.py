@@ -484,6 +484,7 @@ def local_ray(shards: int, warm: Callable[[], None]) -> Iterator[float]:
 
 
 def machine(delay: float) -> dict[str, Any]:
+    folder = tempfile.gettempdir()  # where the benchmark's folders are made
     return {"date": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC", "cpus": os.cpu_count(),
             "processor": processor(),
             "machine": platform.machine(), "system": platform.platform(),
@@ -491,8 +492,7 @@ def machine(delay: float) -> dict[str, Any]:
             "load average": [round(x, 2) for x in os.getloadavg()],
             "memory total MiB": round(os.sysconf("SC_PHYS_PAGES") * PAGE / 2**20),
             "delay s": delay, "replies per task": REPLIES, "tool calls per task": CALLS,
-            "folder": tempfile.gettempdir(),
-            "filesystem": filesystem(Path(tempfile.gettempdir()))}
+            "folder": folder, "filesystem": filesystem(Path(folder))}
 
 
 COLUMNS = ("runner", "tools", "concurrency", "tasks", "tasks/s", "tool calls/s", "of ideal",
