@@ -58,9 +58,16 @@ def _extensions() -> list[Extension]:
 
 
 SANDBOX = Path("src/fencecall/sandbox")
-PROGRAMS = {"_reaper.c": ("fencecall-reaper", "the Python reaper"),
-            "_launch.c": ("fencecall-launch", "sh, prlimit and nsenter")}
-"""The C programs, by source: the executable built from it, and what runs without it."""
+PROGRAMS = {"_reaper.c": ("fencecall-reaper", "the Python reaper", False),
+            "_launch.c": ("fencecall-launch", "sh, prlimit and nsenter", True)}
+"""The C programs, by source: the executable built from it, what runs without it, and
+whether it is built without the C library (on system calls alone, see ``_launch.c``)."""
+FREESTANDING = (["-ffreestanding", "-fno-stack-protector", "-fno-tree-loop-distribute-patterns"],
+                ["-nostdlib", "-static", "-no-pie"])
+"""Compile and link flags of a program built without the C library: no start-up code, no
+stack protector's guard to read from the library, no calls to memset that call themselves,
+and a static executable the kernel loads as it is (a static-pie would relocate itself with
+the library's code)."""
 
 
 class BuildWithReaper(build_ext):  # type: ignore[misc]  # setuptools has no types here
@@ -73,12 +80,16 @@ class BuildWithReaper(build_ext):  # type: ignore[misc]  # setuptools has no typ
         if not sys.platform.startswith("linux"):
             return
         folder = SANDBOX if self.inplace else Path(self.build_lib) / "fencecall" / "sandbox"
-        for source, (program, fallback) in PROGRAMS.items():
+        for source, (program, fallback, freestanding) in PROGRAMS.items():
             try:
-                objects = self.compiler.compile([str(SANDBOX / source)],
-                                                output_dir=self.build_temp,
-                                                extra_postargs=["-O2"])
-                self._link(objects, program, str(folder))
+                objects = self.compiler.compile(
+                    [str(SANDBOX / source)], output_dir=self.build_temp,
+                    extra_postargs=["-O2", *(FREESTANDING[0] if freestanding else ())])
+                if freestanding:
+                    self.compiler.link_executable(objects, program, output_dir=str(folder),
+                                                  extra_postargs=FREESTANDING[1])
+                else:
+                    self._link(objects, program, str(folder))
             except Exception as error:  # no compiler, no linker: the fallback stands in
                 print(f"warning: {program} was not compiled ({error}); {fallback} stand in")
 

@@ -9,8 +9,9 @@
  * Writes its pid into each cgroup.procs (so every process PROGRAM starts is in the groups),
  * sets each rlimit (soft and hard, as prlimit does), enters the user and network namespaces
  * that the descriptors FD refer to with its own uid and gid (nsenter --preserve-credentials)
- * and closes them, so they do not reach PROGRAM; then execs PROGRAM. Exits 126 when a step
- * fails, 127 when PROGRAM cannot run.
+ * and closes them, so they do not reach PROGRAM; then execs PROGRAM, found on PATH as
+ * execvp does (without its fallback to sh for a file that is not a program). Exits 126 when
+ * a step fails, 127 when PROGRAM cannot run.
  *
  *     fencecall-launch --hold LABEL PARENT-PID
  *
@@ -19,56 +20,212 @@
  * mapped to themselves, setgroups denied, as bwrap --unshare-user does) and a network
  * namespace it owns, brings the loopback up, then copies its stdin to its stdout until the
  * end of stdin: an echo says the namespaces are ready. LABEL is a mark in its argv, for
- * whoever looks for holders; it is not used here. */
+ * whoever looks for holders; it is not used here.
+ *
+ * It is built without the C library (-ffreestanding -nostdlib -static), on system calls
+ * alone: it runs twice per sandboxed session, and a static glibc's start-up (reading the
+ * processor's features and cache sizes with cpuid, which traps to the hypervisor in a
+ * virtual machine, and finding its own executable) cost more than everything it does. The
+ * system calls are written for x86-64 and AArch64; elsewhere it does not build and the
+ * programs it replaces stand in. */
 #define _GNU_SOURCE
+/* Headers for constants and types only: nothing of the C library is linked. */
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <unistd.h>
+#include <sys/syscall.h>
+
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#error "fencecall-launch makes its system calls for x86-64 and AArch64 only"
+#endif
+
+/* ------------------------------------------------------------------ system calls */
+
+static long sys6(long n, long a, long b, long c, long d, long e, long f) {
+#if defined(__x86_64__)
+    register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
+    long result;
+    __asm__ volatile("syscall" : "=a"(result)
+                     : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                     : "rcx", "r11", "memory");
+    return result;
+#else
+    register long x8 __asm__("x8") = n, x0 __asm__("x0") = a, x1 __asm__("x1") = b,
+                  x2 __asm__("x2") = c, x3 __asm__("x3") = d, x4 __asm__("x4") = e,
+                  x5 __asm__("x5") = f;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                     : "memory");
+    return x0;
+#endif
+}
+
+static int error_number;
+/* The errno of the last system call that failed. */
+
+/* The system call's result, or -1 with error_number set. */
+static long checked(long result) {
+    if (result < 0 && result > -4096) {
+        error_number = (int)-result;
+        return -1;
+    }
+    return result;
+}
+
+#define SYS(n, a, b, c) checked(sys6((n), (long)(a), (long)(b), (long)(c), 0, 0, 0))
+
+static long write_all(int fd, const char *text, size_t length) {
+    while (length > 0) {
+        long done = SYS(__NR_write, fd, text, length);
+        if (done < 0 && error_number != EINTR)
+            return -1;
+        if (done > 0) {
+            text += done;
+            length -= (size_t)done;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ strings */
+
+/* The compiler may call these for a struct's initialisation or copy. */
+void *memset(void *target, int value, size_t length) {
+    unsigned char *at = target;
+    while (length--)
+        *at++ = (unsigned char)value;
+    return target;
+}
+
+void *memcpy(void *target, const void *source, size_t length) {
+    unsigned char *to = target;
+    const unsigned char *from = source;
+    while (length--)
+        *to++ = *from++;
+    return target;
+}
+
+static size_t length_of(const char *text) {
+    size_t length = 0;
+    while (text[length] != '\0')
+        length++;
+    return length;
+}
+
+static int starts(const char *text, const char *prefix) {
+    while (*prefix != '\0')
+        if (*text++ != *prefix++)
+            return 0;
+    return 1;
+}
+
+static int same(const char *one, const char *other) {
+    return starts(one, other) && one[length_of(other)] == '\0';
+}
+
+/* TEXT's decimal digits, written backwards from END; the first of them. */
+static char *decimal(unsigned long long value, char *end) {
+    *--end = '\0';
+    do
+        *--end = (char)('0' + value % 10);
+    while (value /= 10);
+    return end;
+}
+
+/* A whole number of the command line, or -1 with error_number set to EINVAL. */
+static long long number(const char *text) {
+    long long value = 0;
+    if (*text == '\0')
+        return error_number = EINVAL, -1;
+    for (; *text != '\0'; text++) {
+        if (*text < '0' || *text > '9' || value > (0x7fffffffffffffffLL - 9) / 10)
+            return error_number = EINVAL, -1;
+        value = value * 10 + (*text - '0');
+    }
+    return value;
+}
+
+/* ------------------------------------------------------------------ messages */
 
 static const char *me = "fencecall-launch";
 
+static const struct {
+    int number;
+    const char *text;
+} reasons[] = {
+    {EPERM, "Operation not permitted"}, {ENOENT, "No such file or directory"},
+    {ESRCH, "No such process"}, {EINTR, "Interrupted system call"},
+    {EIO, "Input/output error"}, {E2BIG, "Argument list too long"},
+    {ENOEXEC, "Exec format error"}, {EBADF, "Bad file descriptor"},
+    {EAGAIN, "Resource temporarily unavailable"}, {ENOMEM, "Cannot allocate memory"},
+    {EACCES, "Permission denied"}, {EFAULT, "Bad address"}, {EBUSY, "Device or resource busy"},
+    {EEXIST, "File exists"}, {ENOTDIR, "Not a directory"}, {EISDIR, "Is a directory"},
+    {EINVAL, "Invalid argument"}, {ENFILE, "Too many open files in system"},
+    {EMFILE, "Too many open files"}, {ETXTBSY, "Text file busy"},
+    {EFBIG, "File too large"}, {ENOSPC, "No space left on device"},
+    {EROFS, "Read-only file system"}, {ENAMETOOLONG, "File name too long"},
+    {ENOSYS, "Function not implemented"}, {ELOOP, "Too many levels of symbolic links"},
+    {EUSERS, "Too many users"}, {EOPNOTSUPP, "Operation not supported"},
+};
+
+/* Write the pieces, up to a NULL, as one line on stderr. */
+static void say(const char *first, ...) {
+    char line[1024];
+    size_t used = 0;
+    va_list pieces;
+    va_start(pieces, first);
+    for (const char *piece = first; piece != NULL; piece = va_arg(pieces, const char *))
+        for (const char *at = piece; *at != '\0' && used < sizeof line - 1; at++)
+            line[used++] = *at;
+    va_end(pieces);
+    line[used++] = '\n';
+    write_all(2, line, used);
+}
+
+static const char *reason(int code, char *buffer, size_t size) {
+    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
+        if (reasons[i].number == code)
+            return reasons[i].text;
+    char *digits = decimal((unsigned long long)code, buffer + size);
+    digits -= 6;
+    memcpy(digits, "error ", 6);
+    return digits;
+}
+
 static int fail(const char *what, const char *detail) {
-    dprintf(2, "%s: %s %s: %s\n", me, what, detail, strerror(errno));
+    char buffer[32];
+    say(me, ": ", what, " ", detail, ": ", reason(error_number, buffer, sizeof buffer), NULL);
     return 126;
 }
 
-/* Write TEXT to the file at PATH; 0, or -1 with errno set. */
+/* ------------------------------------------------------------------ the launcher */
+
+/* Write TEXT to the file at PATH; 0, or -1 with error_number set. */
 static int write_file(const char *path, const char *text) {
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    int fd = (int)SYS(__NR_openat, AT_FDCWD, path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    size_t length = strlen(text);
-    ssize_t written = write(fd, text, length);
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return written == (ssize_t)length ? 0 : -1;
-}
-
-/* A whole number of the command line, or -1 with errno set. */
-static long long number(const char *text) {
-    char *end;
-    errno = 0;
-    long long value = strtoll(text, &end, 10);
-    if (errno == 0 && (end == text || *end != '\0' || value < 0))
-        errno = EINVAL;
-    return errno ? -1 : value;
+    size_t length = length_of(text);
+    long written = SYS(__NR_write, fd, text, length);
+    int saved = error_number;
+    SYS(__NR_close, fd, 0, 0);
+    error_number = saved;
+    return written == (long)length ? 0 : (written >= 0 ? (error_number = EIO, -1) : -1);
 }
 
 static int set_limit(int resource, const char *value) {
     long long n = number(value);
-    struct rlimit limit = {(rlim_t)n, (rlim_t)n};
-    if (n < 0 || setrlimit(resource, &limit) != 0)
+    struct {
+        unsigned long long current, maximum;
+    } limit = {(unsigned long long)n, (unsigned long long)n};
+    if (n < 0 || checked(sys6(__NR_prlimit64, 0, resource, (long)&limit, 0, 0, 0)) != 0)
         return fail("cannot set the limit", value);
     return 0;
 }
@@ -77,113 +234,196 @@ static int set_limit(int resource, const char *value) {
  * first, while this process still has the rights it had outside; the user one first if that
  * is refused (as nsenter does). */
 static int enter(int user, int net) {
-    if (setns(net, CLONE_NEWNET) != 0) {
-        if (setns(user, CLONE_NEWUSER) != 0 || setns(net, CLONE_NEWNET) != 0)
+    if (SYS(__NR_setns, net, CLONE_NEWNET, 0) != 0) {
+        if (SYS(__NR_setns, user, CLONE_NEWUSER, 0) != 0 ||
+                SYS(__NR_setns, net, CLONE_NEWNET, 0) != 0)
             return fail("cannot enter", "the namespaces");
-    } else if (setns(user, CLONE_NEWUSER) != 0) {
+    } else if (SYS(__NR_setns, user, CLONE_NEWUSER, 0) != 0) {
         return fail("cannot enter", "the user namespace");
     }
-    close(user);
-    close(net);
+    SYS(__NR_close, user, 0, 0);
+    SYS(__NR_close, net, 0, 0);
     return 0;
 }
 
-static int launch(int argc, char **argv) {
+/* Exec PROGRAM, looked for in the folders of PATH when its name has no slash (as execvp
+ * does: "/bin:/usr/bin" without a PATH, an empty entry for the working folder, a folder
+ * that refuses access remembered and the search gone on). Returns only on failure. */
+static void run(char **argv, char **environment) {
+    const char *program = argv[0], *path = "/bin:/usr/bin";
+    char candidate[4096];
+    int refused = 0;
+    for (const char *at = program; *at != '\0'; at++)
+        if (*at == '/') {
+            SYS(__NR_execve, program, argv, environment);
+            return;
+        }
+    for (char **entry = environment; *entry != NULL; entry++)
+        if (starts(*entry, "PATH="))
+            path = *entry + 5;
+    size_t name = length_of(program);
+    for (const char *folder = path;; folder++) {
+        const char *end = folder;
+        while (*end != '\0' && *end != ':')
+            end++;
+        size_t length = (size_t)(end - folder);
+        if (length + name + 2 <= sizeof candidate) {
+            memcpy(candidate, folder, length);
+            if (length > 0)
+                candidate[length++] = '/';
+            memcpy(candidate + length, program, name + 1);
+            SYS(__NR_execve, candidate, argv, environment);
+            if (error_number == EACCES)
+                refused = 1;
+            else if (error_number != ENOENT && error_number != ENOTDIR &&
+                     error_number != ESTALE && error_number != ENODEV &&
+                     error_number != ETIMEDOUT)
+                return;
+        }
+        if (*end == '\0')
+            break;
+        folder = end;
+    }
+    error_number = refused ? EACCES : ENOENT;
+}
+
+static int launch(int argc, char **argv, char **environment) {
     char pid[32];
     int user = -1, net = -1, at = 1, code = 0;
-    snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-    for (; at < argc && strcmp(argv[at], "--") != 0 && code == 0; at++) {
-        const char *arg = argv[at], *value = strchr(arg, '=');
-        value = value != NULL ? value + 1 : "";
-        if (strncmp(arg, "--join=", 7) == 0)
-            code = write_file(value, pid) == 0 ? 0 : fail("cannot join", value);
-        else if (strncmp(arg, "--fsize=", 8) == 0)
+    /* the digits end just before pid[30], where the newline goes */
+    char *digits = decimal((unsigned long long)sys6(__NR_getpid, 0, 0, 0, 0, 0, 0),
+                           pid + sizeof pid - 1);
+    pid[sizeof pid - 2] = '\n';
+    pid[sizeof pid - 1] = '\0';
+    for (; at < argc && !same(argv[at], "--") && code == 0; at++) {
+        const char *arg = argv[at], *value = arg;
+        while (*value != '\0' && *value != '=')
+            value++;
+        value += *value == '=';
+        if (starts(arg, "--join="))
+            code = write_file(value, digits) == 0 ? 0 : fail("cannot join", value);
+        else if (starts(arg, "--fsize="))
             code = set_limit(RLIMIT_FSIZE, value);
-        else if (strncmp(arg, "--nproc=", 8) == 0)
+        else if (starts(arg, "--nproc="))
             code = set_limit(RLIMIT_NPROC, value);
-        else if (strncmp(arg, "--as=", 5) == 0)
+        else if (starts(arg, "--as="))
             code = set_limit(RLIMIT_AS, value);
-        else if (strncmp(arg, "--userns=", 9) == 0)
+        else if (starts(arg, "--userns="))
             code = (user = (int)number(value)) < 0 ? fail("not a descriptor:", value) : 0;
-        else if (strncmp(arg, "--netns=", 8) == 0)
+        else if (starts(arg, "--netns="))
             code = (net = (int)number(value)) < 0 ? fail("not a descriptor:", value) : 0;
         else
-            code = (errno = EINVAL, fail("unknown option", arg));
+            code = (error_number = EINVAL, fail("unknown option", arg));
     }
     if (code != 0)
         return code;
     if (at + 1 >= argc) {
-        dprintf(2, "%s: no program to run after --\n", me);
+        say(me, ": no program to run after --", NULL);
         return 126;
     }
     if ((user >= 0) != (net >= 0)) {
-        dprintf(2, "%s: --userns and --netns go together\n", me);
+        say(me, ": --userns and --netns go together", NULL);
         return 126;
     }
     if (user >= 0 && (code = enter(user, net)) != 0)
         return code;
-    execvp(argv[at + 1], argv + at + 1);
-    dprintf(2, "%s: cannot run %s: %s\n", me, argv[at + 1], strerror(errno));
+    run(argv + at + 1, environment);
+    char buffer[32];
+    say(me, ": cannot run ", argv[at + 1], ": ", reason(error_number, buffer, sizeof buffer),
+        NULL);
     return 127;
 }
+
+/* ------------------------------------------------------------------ the holder */
 
 /* Bring the loopback interface of this network namespace up (the kernel gives it 127.0.0.1
  * and ::1 then). */
 static int loopback_up(void) {
     struct ifreq request;
-    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int fd = (int)SYS(__NR_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return fail("cannot open", "a socket");
     memset(&request, 0, sizeof request);
-    strcpy(request.ifr_name, "lo");
+    memcpy(request.ifr_name, "lo", 3);
     int code = 0;
-    if (ioctl(fd, SIOCGIFFLAGS, &request) != 0)
+    if (SYS(__NR_ioctl, fd, SIOCGIFFLAGS, &request) != 0)
         code = fail("cannot read the flags of", "lo");
     request.ifr_flags |= IFF_UP;
-    if (code == 0 && ioctl(fd, SIOCSIFFLAGS, &request) != 0)
+    if (code == 0 && SYS(__NR_ioctl, fd, SIOCSIFFLAGS, &request) != 0)
         code = fail("cannot bring up", "lo");
-    close(fd);
+    SYS(__NR_close, fd, 0, 0);
     return code;
+}
+
+/* "ID ID 1\n": a map of ID to itself. */
+static const char *identity_map(unsigned long id, char *buffer, size_t size) {
+    char digits[24];
+    const char *text = decimal(id, digits + sizeof digits);
+    size_t length = length_of(text), used = 0;
+    if (2 * length + 4 > size)
+        return "";
+    for (int twice = 0; twice < 2; twice++) {
+        memcpy(buffer + used, text, length);
+        used += length;
+        buffer[used++] = ' ';
+    }
+    memcpy(buffer + used, "1\n", 3);
+    return buffer;
 }
 
 static int hold(const char *parent) {
     char map[64], buffer[4096];
-    uid_t uid = getuid();
-    gid_t gid = getgid();
-    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if (getppid() != (pid_t)number(parent))  /* the parent died before the signal was set */
-        return 128 + SIGKILL;
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
+    long uid = sys6(__NR_getuid, 0, 0, 0, 0, 0, 0), gid = sys6(__NR_getgid, 0, 0, 0, 0, 0, 0);
+    SYS(__NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0);
+    if (sys6(__NR_getppid, 0, 0, 0, 0, 0, 0) != number(parent))
+        return 128 + SIGKILL;  /* the parent died before the signal was set */
+    if (SYS(__NR_unshare, CLONE_NEWUSER | CLONE_NEWNET, 0, 0) != 0)
         return fail("cannot make", "a user and a network namespace");
-    if (write_file("/proc/self/setgroups", "deny\n") != 0 && errno != ENOENT)
+    if (write_file("/proc/self/setgroups", "deny\n") != 0 && error_number != ENOENT)
         return fail("cannot write", "/proc/self/setgroups");
-    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
-    if (write_file("/proc/self/uid_map", map) != 0)
+    if (write_file("/proc/self/uid_map", identity_map((unsigned long)uid, map, sizeof map)) != 0)
         return fail("cannot write", "/proc/self/uid_map");
-    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
-    if (write_file("/proc/self/gid_map", map) != 0)
+    if (write_file("/proc/self/gid_map", identity_map((unsigned long)gid, map, sizeof map)) != 0)
         return fail("cannot write", "/proc/self/gid_map");
     int code = loopback_up();
     if (code != 0)
         return code;
-    ssize_t got;
-    while ((got = read(0, buffer, sizeof buffer)) != 0) {
-        if (got < 0 && errno != EINTR)
+    long got;
+    while ((got = SYS(__NR_read, 0, buffer, sizeof buffer)) != 0) {
+        if (got < 0 && error_number != EINTR)
             return 1;
-        if (got > 0 && write(1, buffer, (size_t)got) != got)
+        if (got > 0 && write_all(1, buffer, (size_t)got) != 0)
             return 1;
     }
     return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc == 4 && strcmp(argv[1], "--hold") == 0)
+/* ------------------------------------------------------------------ start */
+
+static int main_of(int argc, char **argv, char **environment) {
+    if (argc == 4 && same(argv[1], "--hold"))
         return hold(argv[3]);
     if (argc < 3) {
-        dprintf(2, "usage: %s [--join=PROCS]... [--fsize=N] [--nproc=N] [--as=N] "
-                   "[--userns=FD --netns=FD] -- PROGRAM [ARGUMENT...]\n"
-                   "       %s --hold LABEL PARENT-PID\n", me, me);
+        say("usage: ", me, " [--join=PROCS]... [--fsize=N] [--nproc=N] [--as=N] "
+            "[--userns=FD --netns=FD] -- PROGRAM [ARGUMENT...]", NULL);
+        say("       ", me, " --hold LABEL PARENT-PID", NULL);
         return 126;
     }
-    return launch(argc, argv);
+    return launch(argc, argv, environment);
 }
+
+/* Called by _start with the stack as the kernel left it: argc, argv..., NULL, envp... */
+__attribute__((noreturn, used)) void start_c(long *stack) {
+    int argc = (int)stack[0];
+    char **argv = (char **)(stack + 1);
+    sys6(__NR_exit_group, main_of(argc, argv, argv + argc + 1), 0, 0, 0, 0, 0);
+    __builtin_unreachable();
+}
+
+#if defined(__x86_64__)
+__asm__(".text\n.global _start\n_start:\n"
+        "  xor %rbp, %rbp\n  mov %rsp, %rdi\n  and $-16, %rsp\n  call start_c\n  hlt\n");
+#else
+__asm__(".text\n.global _start\n_start:\n"
+        "  mov x29, #0\n  mov x30, #0\n  mov x0, sp\n  and sp, x0, #-16\n  bl start_c\n");
+#endif
