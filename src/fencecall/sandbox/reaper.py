@@ -172,15 +172,24 @@ def tree(pid: int) -> list[int]:
     which touches only that tree: a batch runs many sessions at once, and they would all read
     every process's stat otherwise. Without those files (a kernel built without
     CONFIG_PROC_CHILDREN, or no /proc) from the whole process table."""
+    return list(_tree(pid))
+
+
+def _tree(pid: int) -> dict[int, bytes]:
+    """:func:`tree`'s pids, with their start times."""
     if not _children_listed():
-        return _processes.descendants(pid, _processes.live_processes())
-    found: list[int] = []
-    todo = [pid]
+        below = _processes.descendants(pid, _processes.live_processes())
+        return {child: started for child in below if (started := _start_time(child))}
+    found: dict[int, bytes] = {}
+    root = _state(pid)
+    todo = [(pid, root[1])] if root is not None else []
     while todo:
-        for child in _children(todo.pop()):
-            if _start_time(child) is not None:  # a zombie has no children either
-                found.append(child)
-                todo.append(child)
+        parent, threads = todo.pop()
+        for child in _children(parent, threads):
+            state = _state(child)
+            if state is not None:  # a zombie has no children either
+                found[child] = state[0]
+                todo.append((child, state[1]))
     return found
 
 
@@ -193,11 +202,10 @@ def kill_tree(pid: int, grace: float = 0.0) -> None:
     seen: dict[int, bytes] = {}
 
     def remaining() -> list[int]:
-        for child in tree(pid):
-            started = _start_time(child)
-            if started is not None:
-                seen[child] = started
-        return [child for child, started in seen.items() if _start_time(child) == started]
+        found = _tree(pid)
+        seen.update(found)
+        return [child for child, started in seen.items()
+                if child in found or _start_time(child) == started]
 
     if grace > 0:
         victims = remaining()
@@ -260,10 +268,12 @@ def _children_listed() -> bool:
     return os.path.exists("/proc/thread-self/children")
 
 
-def _children(pid: int) -> list[int]:
-    """The children of every thread of ``pid``: each lists those it forked itself."""
+def _children(pid: int, threads: int) -> list[int]:
+    """The children of every thread of ``pid``, which has ``threads`` threads: each lists
+    those it forked itself. A process of one thread (bwrap, bash, most commands) is read
+    without listing its threads."""
     try:
-        tasks = os.listdir(f"/proc/{pid}/task")
+        tasks = [str(pid)] if threads == 1 else os.listdir(f"/proc/{pid}/task")
     except OSError:
         return []
     found: list[int] = []
@@ -302,10 +312,17 @@ def _stat(pid: int) -> list[bytes] | None:
 def _start_time(pid: int) -> bytes | None:
     """When ``pid`` started (stat's field 22), which tells it from a later process given the
     same pid; None when it is gone or a zombie."""
+    state = _state(pid)
+    return state[0] if state is not None else None
+
+
+def _state(pid: int) -> tuple[bytes, int] | None:
+    """``pid``'s start time (see :func:`_start_time`) and number of threads (field 20);
+    None when it is gone or a zombie."""
     fields = _stat(pid)
-    if fields is None or len(fields) < 20 or fields[0] == b"Z":
+    if fields is None or len(fields) < 20 or fields[0] == b"Z" or not fields[17].isdigit():
         return None
-    return fields[19]
+    return fields[19], int(fields[17])
 
 
 def freeze_and_kill(root: int, spare: frozenset[int] = frozenset(),
