@@ -103,8 +103,13 @@ def _mount_args(system: list[tuple[str, ...]], binds: list[tuple[str, ...]]) -> 
     target), and at equal depth the sandbox's own before the caller's, so a workspace under
     /tmp is bound after the private /tmp and a root of / cannot bring back the host's /proc."""
     ordered = sorted([(0, mount) for mount in system] + [(1, mount) for mount in binds],
-                     key=lambda item: (len(Path(item[1][-1]).parts), item[0]))
+                     key=lambda item: (_depth(item[1][-1]), item[0]))
     return [arg for _, mount in ordered for arg in mount]
+
+
+def _depth(path: str) -> int:
+    """``len(PurePosixPath(path).parts)`` of an absolute path, without making the path."""
+    return 1 + sum(1 for part in path.split("/") if part not in ("", "."))
 
 
 @functools.cache
