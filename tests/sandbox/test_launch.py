@@ -87,6 +87,64 @@ def test_a_limit_that_cannot_be_set_stops_the_start(tmp_path: Path) -> None:
     assert _run([launcher, "--", str(tmp_path / "missing")]).returncode == 127
 
 
+def _open_descriptors(count: int) -> list[int]:
+    fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(count)]
+    for fd in fds:
+        os.set_inheritable(fd, True)
+    return fds
+
+
+_WHICH_OPEN = """\
+import os, sys
+def is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+print(*[fd for fd in map(int, sys.argv[1:]) if is_open(fd)])
+"""
+"""Which of the descriptors named in its argv the process has open (without opening one)."""
+
+
+def test_the_launcher_keeps_the_descriptors_listed_and_closes_every_other() -> None:
+    launcher = _launch.launcher()
+    if launcher is None:
+        pytest.skip("fencecall-launch was not built here")
+    fds = _open_descriptors(8)
+    try:
+        kept = [fds[5], fds[1], fds[2]]  # neighbours, unsorted
+        done = subprocess.run([launcher, f"--keep={','.join(map(str, kept))}", "--",
+                               sys.executable, "-c", _WHICH_OPEN, *map(str, fds)],
+                              capture_output=True, text=True, timeout=30, close_fds=False)
+        assert done.returncode == 0, done.stderr
+        assert sorted(map(int, done.stdout.split())) == sorted(kept)
+        for bad in ("", "2", "5,", "5,x", ",".join(["9"] * 65)):
+            refused = subprocess.run([launcher, f"--keep={bad}", "--", "true"],
+                                     capture_output=True, text=True, timeout=30)
+            assert refused.returncode == 126 and "not descriptors" in refused.stderr, bad
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def test_a_launched_process_gets_only_its_descriptors_and_they_stay_private(
+        launch_mode: str) -> None:
+    fds = _open_descriptors(6)
+    private = [os.open(os.devnull, os.O_RDONLY) for _ in range(2)]  # neighbours
+    try:
+        argv = limited([sys.executable, "-c", _WHICH_OPEN, *map(str, fds + private)],
+                       ResourceLimits(file_size=MiB), None)
+        proc = start_process(argv, limits=None, stdout=subprocess.PIPE, pass_fds=private)
+        out, _ = proc.communicate(timeout=30)
+        assert sorted(map(int, out.split())) == sorted(private)
+        assert not any(os.get_inheritable(fd) for fd in private)  # as they were
+        assert all(os.get_inheritable(fd) for fd in fds)
+    finally:
+        for fd in fds + private:
+            os.close(fd)
+
+
 def test_the_namespaces_are_entered_and_their_descriptors_kept_from_the_program(
         launch_mode: str) -> None:
     with SharedNetwork.create() as network:

@@ -3,10 +3,14 @@
  * network namespace, in place of setpriv, a bwrap and a cat. Built by setup.py beside
  * _launch.py; without it fencecall starts those programs as before.
  *
- *     fencecall-launch [--join=CGROUP.PROCS]... [--fsize=N] [--nproc=N] [--as=N]
- *                      [--userns=FD --netns=FD] -- PROGRAM [ARGUMENT...]
+ *     fencecall-launch [--keep=FD[,FD]...] [--join=CGROUP.PROCS]... [--fsize=N] [--nproc=N]
+ *                      [--as=N] [--userns=FD --netns=FD] -- PROGRAM [ARGUMENT...]
  *
- * Writes its pid into each cgroup.procs (so every process PROGRAM starts is in the groups),
+ * With --keep, closes every descriptor from 3 up but those listed, as Python's close_fds
+ * would (fencecall starts it with the listed ones inheritable and close_fds off: Python's
+ * own closing, up to 3.13 at least, asks close_range for an empty range when two kept
+ * descriptors are neighbours, is refused, and then closes every open descriptor of a batch
+ * one by one). Writes its pid into each cgroup.procs (so every process PROGRAM starts is in the groups),
  * sets each rlimit (soft and hard, as prlimit does), enters the user and network namespaces
  * that the descriptors FD refer to with its own uid and gid (nsenter --preserve-credentials)
  * and closes them, so they do not reach PROGRAM; then execs PROGRAM, found on PATH as
@@ -287,9 +291,59 @@ static void run(char **argv, char **environment) {
     error_number = refused ? EACCES : ENOENT;
 }
 
+#define MOST_KEPT 64
+
+/* The descriptors of LIST ("4,7,5"), sorted, into KEPT; their count, or -1 when LIST is not
+ * a list of at most MOST_KEPT descriptors from 3 up. */
+static int kept_list(const char *list, int *kept) {
+    int count = 0;
+    for (const char *at = list;; at++) {
+        char digits[16];
+        size_t length = 0;
+        while (*at != '\0' && *at != ',' && length < sizeof digits - 1)
+            digits[length++] = *at++;
+        digits[length] = '\0';
+        long long fd = number(digits);
+        if (fd < 3 || fd > 0x7fffffff || count == MOST_KEPT || (*at != '\0' && *at != ','))
+            return error_number = EINVAL, -1;
+        int place = count++;
+        for (; place > 0 && kept[place - 1] > fd; place--)
+            kept[place] = kept[place - 1];
+        kept[place] = (int)fd;
+        if (*at == '\0')
+            return count;
+    }
+}
+
+/* Close every descriptor from FIRST to LAST; close_range, else one by one (Linux before
+ * 5.9), up to the limit of open files. */
+static void close_from(unsigned int first, unsigned int last) {
+    if (first > last || checked(sys6(__NR_close_range, first, last, 0, 0, 0, 0)) == 0 ||
+            error_number != ENOSYS)
+        return;
+    struct {
+        unsigned long long current, maximum;
+    } limit = {1024, 1024};
+    sys6(__NR_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&limit, 0, 0);
+    for (unsigned long long fd = first; fd <= last && fd < limit.current; fd++)
+        sys6(__NR_close, (long)fd, 0, 0, 0, 0, 0);
+}
+
+/* Close every descriptor from 3 up but the COUNT in KEPT (sorted). */
+static void close_all_but(const int *kept, int count) {
+    unsigned int next = 3;
+    for (int i = 0; i < count; i++) {
+        if ((unsigned int)kept[i] > next)
+            close_from(next, (unsigned int)kept[i] - 1);
+        if ((unsigned int)kept[i] >= next)
+            next = (unsigned int)kept[i] + 1;
+    }
+    close_from(next, ~0U);
+}
+
 static int launch(int argc, char **argv, char **environment) {
     char pid[32];
-    int user = -1, net = -1, at = 1, code = 0;
+    int user = -1, net = -1, at = 1, code = 0, kept[MOST_KEPT], keeping = -1;
     /* the digits end just before pid[30], where the newline goes */
     char *digits = decimal((unsigned long long)sys6(__NR_getpid, 0, 0, 0, 0, 0, 0),
                            pid + sizeof pid - 1);
@@ -300,7 +354,9 @@ static int launch(int argc, char **argv, char **environment) {
         while (*value != '\0' && *value != '=')
             value++;
         value += *value == '=';
-        if (starts(arg, "--join="))
+        if (starts(arg, "--keep="))
+            code = (keeping = kept_list(value, kept)) < 0 ? fail("not descriptors:", value) : 0;
+        else if (starts(arg, "--join="))
             code = write_file(value, digits) == 0 ? 0 : fail("cannot join", value);
         else if (starts(arg, "--fsize="))
             code = set_limit(RLIMIT_FSIZE, value);
@@ -325,6 +381,8 @@ static int launch(int argc, char **argv, char **environment) {
         say(me, ": --userns and --netns go together", NULL);
         return 126;
     }
+    if (keeping >= 0)
+        close_all_but(kept, keeping);
     if (user >= 0 && (code = enter(user, net)) != 0)
         return code;
     run(argv + at + 1, environment);
@@ -404,8 +462,8 @@ static int main_of(int argc, char **argv, char **environment) {
     if (argc == 4 && same(argv[1], "--hold"))
         return hold(argv[3]);
     if (argc < 3) {
-        say("usage: ", me, " [--join=PROCS]... [--fsize=N] [--nproc=N] [--as=N] "
-            "[--userns=FD --netns=FD] -- PROGRAM [ARGUMENT...]", NULL);
+        say("usage: ", me, " [--keep=FD[,FD]...] [--join=PROCS]... [--fsize=N] [--nproc=N] "
+            "[--as=N] [--userns=FD --netns=FD] -- PROGRAM [ARGUMENT...]", NULL);
         say("       ", me, " --hold LABEL PARENT-PID", NULL);
         return 126;
     }

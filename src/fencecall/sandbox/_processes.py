@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import _launch
 from ._resource_limits import Cgroup, ResourceLimits, limited
 from .host_programs import host_program
 
@@ -87,11 +88,33 @@ def _popen(argv: Sequence[str], limits: ResourceLimits | None,
     bwrap = "--die-with-parent" in argv[:40] and any(Path(a).name == "bwrap" for a in argv[:8])
     if limits is not None:
         argv = limited(argv, limits, Cgroup.create(limits))
+    if options.get("pass_fds") and argv and argv[0] == _launch.launcher():
+        return _launched_keeping(argv, options)
     if bwrap or reaper:  # each sets the signal itself (bwrap after the launcher or nsenter)
         return subprocess.Popen(argv, **options)
     if _SETPRIV is not None:
         return subprocess.Popen([_SETPRIV, "--pdeathsig", "KILL", "--", *argv], **options)
     return subprocess.Popen(argv, preexec_fn=_die_with_parent, **options)
+
+
+def _launched_keeping(argv: Sequence[str], options: dict[str, Any]) -> subprocess.Popen[bytes]:
+    """``argv`` (the launcher's) started with its ``pass_fds`` kept by the launcher, which
+    closes every other descriptor: Python's own closing asks close_range for an empty range
+    when two kept descriptors are neighbours (the capture files, the network's pair), is
+    refused, and closes every descriptor the process has open one by one instead, a
+    thousand in a batch. The kept ones are inheritable only while the process starts; every
+    process fencecall starts is started on this one thread, and other code's close_fds
+    closes them."""
+    kept = {fd: os.get_inheritable(fd) for fd in sorted(set(options["pass_fds"]))}
+    others = {**options, "pass_fds": (), "close_fds": False}
+    try:
+        for fd in kept:
+            os.set_inheritable(fd, True)
+        return subprocess.Popen([argv[0], f"--keep={','.join(map(str, kept))}", *argv[1:]],
+                                **others)
+    finally:
+        for fd, was in kept.items():
+            os.set_inheritable(fd, was)
 
 
 def _die_with_parent() -> None:
