@@ -1,5 +1,5 @@
 """``real_path`` answers as ``Path.resolve`` does, through links, for paths that exist and
-paths that do not."""
+paths that do not; ``inside`` as ``Path.is_relative_to`` does."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from fencecall.realpath import real_path
+from fencecall.realpath import inside, real_path
 
 
 @pytest.fixture
@@ -54,3 +56,14 @@ def test_no_descriptor_is_left_open(tree: Path) -> None:
         real_path(tree / "link" / "b")
         real_path(tree / "missing")
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+_PARTS = st.lists(st.sampled_from(["a", "b", "ab", "a.b", "..", "b-"]), max_size=4)
+
+
+@given(_PARTS, _PARTS)
+def test_inside_says_what_is_relative_to_says_for_normalised_paths(path: list[str],
+                                                                   folder: list[str]) -> None:
+    inner, outer = Path("/", *path), Path("/", *folder)
+    assert inside(inner, outer) == inner.is_relative_to(outer)
+    assert inside(inner, inner) and inside(inner, Path("/"))

@@ -99,7 +99,7 @@ from .defaults import (
 from .environments._choice import CHOICES, parse_environment
 from .errors import UserError, new_names, unknown_settings
 from .parsing import FORMATS, MARKDOWN, CallFormat
-from .realpath import real_path
+from .realpath import inside, real_path
 from .sandbox import ResourceLimits, SandboxPolicy
 from .tools.permission_rules import PermissionRules, RuleError, parse_rule
 from .tools.user_hooks import HookDeclarationError, UserHook, read_hooks
@@ -373,15 +373,15 @@ def check_apart(config: Config, folders: Iterable[tuple[str, Path]]) -> None:
     file = real_path(config.path.expanduser()) if config.path is not None else None
     for what, folder in folders:
         real = real_path(folder.expanduser())
-        if home.is_relative_to(real):
+        if inside(home, real):
             raise ConfigError(f"the fencecall home folder {home} is inside {what} {real}, "
                               "where the model may write: set FENCECALL_HOME to a folder "
                               "outside it, or choose another workspace or --root folder")
-        if real.is_relative_to(home):
+        if inside(real, home):
             raise ConfigError(f"{what} {real} is inside the fencecall home folder {home}, "
                               "where the model must not write: choose a folder outside it, "
                               "or set FENCECALL_HOME elsewhere")
-        if file is not None and file.is_relative_to(real):
+        if file is not None and inside(file, real):
             raise ConfigError(f"the configuration file {file} is inside {what} {real}, where "
                               "the model may write (and so set the next run's sandbox): set "
                               "FENCECALL_CONFIG to a file outside it, or choose another "

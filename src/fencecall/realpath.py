@@ -32,3 +32,11 @@ def real_path(path: Path) -> Path:
         if found.startswith("/") and not found.endswith(" (deleted)"):  # removed meanwhile
             return Path(found)
     return path.resolve()
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or below it, both absolute and normalised (real paths),
+    compared as text: ``Path.is_relative_to`` makes a relative path and catches the error it
+    raises to say no."""
+    outer, inner = str(folder), str(path)
+    return inner == outer or inner.startswith(outer if outer.endswith("/") else outer + "/")

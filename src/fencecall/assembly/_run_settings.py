@@ -116,16 +116,21 @@ def merge(*layers: Overrides) -> Overrides:
     winning its name. The one rule of precedence every source of a run's settings goes
     through."""
     said: dict[str, Any] = {}
-    for item in fields(Overrides):
-        values = [getattr(layer, item.name) for layer in layers]
-        if item.name in ("roots", "allow", "deny"):
-            said[item.name] = tuple(root for value in values for root in value)
-        elif item.name == "mcp":
+    for name, default in _OVERRIDE_DEFAULTS:
+        values = [getattr(layer, name) for layer in layers]
+        if name in ("roots", "allow", "deny"):
+            said[name] = tuple(root for value in values for root in value)
+        elif name == "mcp":
             named = {server.name: server for value in reversed(values) for server in value}
-            said[item.name] = tuple(named.values())
+            said[name] = tuple(named.values())
         else:
-            said[item.name] = next((v for v in values if v != item.default), item.default)
+            said[name] = next((v for v in values if v != default), default)
     return Overrides(**said)
+
+
+_OVERRIDE_DEFAULTS = tuple((item.name, item.default) for item in fields(Overrides))
+"""Each setting of :class:`Overrides` and its default, read once (``fields`` builds them
+anew on every call, twice per batch task)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
-from ..realpath import real_path
+from ..realpath import inside, real_path
 from ._netns import SharedNetwork
 from ._resource_limits import ResourceLimits
 from .host_programs import host_program
@@ -163,7 +163,7 @@ def _runtime_paths() -> tuple[Path, ...]:
 
 
 def _covers(outer: Path, inner: Path) -> bool:
-    return inner == outer or outer in inner.parents
+    return inside(inner, outer)
 
 
 @dataclass(frozen=True, slots=True)
