@@ -3,18 +3,21 @@ consumer that cannot stall the tasks, a stuck task that cannot hold the batch.""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib
 import threading
 import time
-from collections.abc import Iterator
+import unittest.mock
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fencecall.accounting.tokens import BpeCounter
-from fencecall.batch import BatchOptions, TaskResult, run_batch
+from fencecall.batch import BatchOptions, TaskResult, _driver, run_batch
+from fencecall.batch._driver import drive
 from fencecall.batch.progress import BatchProgress
 from fencecall.config import Config, load_config
 from fencecall.message import Outcome
@@ -155,3 +158,17 @@ def test_the_progress_line_shows_requests_in_flight_retries_and_a_pause() -> Non
     assert "7 requests in flight, 1 retry, paused 5s by the server" in progress.line()
     progress.finished(TaskResult("a", Outcome.DONE))
     assert progress.line().startswith("1/10 done, 0 failed")
+
+
+def test_the_jobs_loop_is_uvloops_where_it_is_installed() -> None:
+    """A job of many sessions runs on uvloop (its scheduling and hand-offs from worker
+    threads are in C); without it, on the standard loop."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def job(stop: asyncio.Event) -> AsyncIterator[type]:
+        yield type(asyncio.get_running_loop())
+
+    assert list(drive(job, grace=1.0)) == [uvloop.Loop]
+    with unittest.mock.patch.object(_driver, "uvloop", None):
+        assert [issubclass(kind, asyncio.BaseEventLoop) for kind in drive(job, grace=1.0)] \
+            == [True]
