@@ -25,6 +25,7 @@ reported the same way with its type, so a tool can never take the agent loop dow
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
@@ -37,6 +38,15 @@ class UserError(Exception):
 
 class ToolError(Exception):
     """A tool call failed; the message is what the model is told."""
+
+
+class SignalInterrupt(KeyboardInterrupt):
+    """SIGTERM or SIGHUP raised as Ctrl-C's exception, where only that one passes (Ray's
+    waits): wherever it ends the run, the run exits with 128 + ``signum``, not Ctrl-C's 130."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 def unknown_settings(given: Iterable[str], known: Iterable[str], where: str = "") -> str | None:

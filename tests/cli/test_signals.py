@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -91,3 +93,32 @@ def test_ctrl_c_stops_the_rest_of_the_line(sandbox: str, tmp_path: Path) -> None
     assert proc.wait(timeout=20) != 0
     time.sleep(float(marker) + 0.5)
     assert not (workspace / "after_interrupt.txt").exists()
+
+
+def test_a_stop_signal_met_while_a_result_is_handled_still_exits_as_that_signal(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """While a Ray driver waits on its shards, SIGTERM is raised as Ctrl-C's exception; one
+    that lands while the command prints a result (the shards' generator waits at its
+    ``yield``) ends the command there, and must still exit 143, not Ctrl-C's 130."""
+    from fencecall.batch.ray_backend import stop_signals
+    from fencecall.cli import _stats_cmd
+    from fencecall.cli.main import main
+
+    def shards() -> Iterator[int]:
+        with stop_signals():
+            yield 1
+
+    def handler(args: object) -> int:
+        for _ in shards():  # the caller, handling a result
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+        return 0
+
+    monkeypatch.setattr(_stats_cmd, "run", handler)
+    kept = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        assert main(["stats"]) == 128 + signal.SIGTERM
+    finally:
+        for signum, was in kept.items():
+            signal.signal(signum, was)
+    assert "stopped by SIGTERM" in capsys.readouterr().err

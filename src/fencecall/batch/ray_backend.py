@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..accounting import Account, Hold, Ledger, Refusal
-from ..errors import UserError
+from ..errors import SignalInterrupt, UserError
 from ..providers import GateStats
 from ._results import ResultFile, TaskResult
 from ._runner import BatchOptions
@@ -189,10 +189,12 @@ def connect(ray: Any, address: str | None) -> None:
 
 @contextlib.contextmanager
 def stop_signals() -> Iterator[None]:
-    """While a driver waits on its shards: SIGTERM and SIGHUP raise KeyboardInterrupt, the
-    one exception Ray's waits let through as it is (whatever else a handler raises comes out
-    of them as ``SystemExit(1)``), and the block ends in ``SystemExit(128 + signal)``, as
-    fencecall's own handler would end it, once the shards are cancelled."""
+    """While a driver waits on its shards: SIGTERM and SIGHUP raise KeyboardInterrupt (a
+    :class:`~fencecall.errors.SignalInterrupt`), the one exception Ray's waits let through as
+    it is (whatever else a handler raises comes out of them as ``SystemExit(1)``), and the
+    block ends in ``SystemExit(128 + signal)``, as fencecall's own handler would end it, once
+    the shards are cancelled. One that lands while the caller handles a result (the block is
+    a generator's, waiting at its ``yield``) is met there, still saying which signal it was."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -200,7 +202,7 @@ def stop_signals() -> Iterator[None]:
 
     def interrupt(signum: int, frame: object) -> None:
         got.append(signum)
-        raise KeyboardInterrupt
+        raise SignalInterrupt(signum)  # also where the caller handles a result
 
     kept = {signum: signal.signal(signum, interrupt) for signum in _STOPS}
     try:

@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signum, _exit_cleanly)
     from importlib import import_module
 
-    from ..errors import UserError
+    from ..errors import SignalInterrupt, UserError
     from .visible import visible
 
     try:
@@ -36,9 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as err:
         print(f"fencecall: {visible(str(err))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("fencecall: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:
+        stopped = err.signum if isinstance(err, SignalInterrupt) else signal.SIGINT
+        print("fencecall: interrupted" if stopped == signal.SIGINT
+              else f"fencecall: stopped by {signal.Signals(stopped).name}", file=sys.stderr)
+        return 128 + stopped
     return code
 
 
