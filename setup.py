@@ -62,12 +62,10 @@ PROGRAMS = {"_reaper.c": ("fencecall-reaper", "the Python reaper", False),
             "_launch.c": ("fencecall-launch", "sh, prlimit and nsenter", True)}
 """The C programs, by source: the executable built from it, what runs without it, and
 whether it is built without the C library (on system calls alone, see ``_launch.c``)."""
-FREESTANDING = (["-ffreestanding", "-fno-stack-protector", "-fno-tree-loop-distribute-patterns"],
-                ["-nostdlib", "-static", "-no-pie"])
+FREESTANDING = (["-ffreestanding", "-fno-stack-protector"], ["-nostdlib", "-static", "-no-pie"])
 """Compile and link flags of a program built without the C library: no start-up code, no
-stack protector's guard to read from the library, no calls to memset that call themselves,
-and a static executable the kernel loads as it is (a static-pie would relocate itself with
-the library's code)."""
+stack protector's guard to read from the library, and a static executable the kernel loads
+as it is (a static-pie would relocate itself with the library's code)."""
 
 
 class BuildWithReaper(build_ext):  # type: ignore[misc]  # setuptools has no types here

@@ -109,7 +109,7 @@ def drive(job: Callable[[asyncio.Event], AsyncIterator[T]], *, grace: float,
 
 def new_loop() -> asyncio.AbstractEventLoop:
     """A loop for a job of many sessions: uvloop's where it is installed. Its scheduling,
-    sockets and hand-offs from worker threads are in C, which took about a seventh off
+    sockets and hand-offs from worker threads are in C, which took a tenth or more off
     fencecall's CPU per batch task at a hundred sessions at once (docs/benchmarks.md)."""
     return uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
 

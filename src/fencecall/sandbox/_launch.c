@@ -100,17 +100,18 @@ static long write_all(int fd, const char *text, size_t length) {
 
 /* ------------------------------------------------------------------ strings */
 
-/* The compiler may call these for a struct's initialisation or copy. */
+/* The compiler may call these for a struct's initialisation or copy. Their bytes go through
+ * volatile pointers, so that no compiler turns the loops back into calls to themselves. */
 void *memset(void *target, int value, size_t length) {
-    unsigned char *at = target;
+    volatile unsigned char *at = target;
     while (length--)
         *at++ = (unsigned char)value;
     return target;
 }
 
 void *memcpy(void *target, const void *source, size_t length) {
-    unsigned char *to = target;
-    const unsigned char *from = source;
+    volatile unsigned char *to = target;
+    const volatile unsigned char *from = source;
     while (length--)
         *to++ = *from++;
     return target;

@@ -102,9 +102,9 @@ def _launched_keeping(argv: Sequence[str], options: dict[str, Any]) -> subproces
     closes every other descriptor: Python's own closing asks close_range for an empty range
     when two kept descriptors are neighbours (the capture files, the network's pair), is
     refused, and closes every descriptor the process has open one by one instead, a
-    thousand in a batch. The kept ones are inheritable only while the process starts; every
-    process fencecall starts is started on this one thread, and other code's close_fds
-    closes them."""
+    thousand in a batch. The kept ones are inheritable only while the process starts (the
+    launched processes all start on this one thread; any other process started meanwhile
+    closes them, as Python's close_fds does by default)."""
     kept = {fd: os.get_inheritable(fd) for fd in sorted(set(options["pass_fds"]))}
     others = {**options, "pass_fds": (), "close_fds": False}
     try:
