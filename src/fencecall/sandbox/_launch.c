@@ -10,8 +10,8 @@
  * would (fencecall starts it with the listed ones inheritable and close_fds off: Python's
  * own closing, up to 3.13 at least, asks close_range for an empty range when two kept
  * descriptors are neighbours, is refused, and then closes every open descriptor of a batch
- * one by one). Writes its pid into each cgroup.procs (so every process PROGRAM starts is in the groups),
- * sets each rlimit (soft and hard, as prlimit does), enters the user and network namespaces
+ * one by one). Writes its pid into each cgroup.procs (so every process PROGRAM starts is in
+ * the groups), sets each rlimit (soft and hard, as prlimit does), enters the user and network namespaces
  * that the descriptors FD refer to with its own uid and gid (nsenter --preserve-credentials)
  * and closes them, so they do not reach PROGRAM; then execs PROGRAM, found on PATH as
  * execvp does (without its fallback to sh for a file that is not a program). Exits 126 when
@@ -71,8 +71,8 @@ static long sys6(long n, long a, long b, long c, long d, long e, long f) {
 #endif
 }
 
-static int error_number;
 /* The errno of the last system call that failed. */
+static int error_number;
 
 /* The system call's result, or -1 with error_number set. */
 static long checked(long result) {
@@ -88,7 +88,7 @@ static long checked(long result) {
 static long write_all(int fd, const char *text, size_t length) {
     while (length > 0) {
         long done = SYS(__NR_write, fd, text, length);
-        if (done < 0 && error_number != EINTR)
+        if ((done < 0 && error_number != EINTR) || done == 0)
             return -1;
         if (done > 0) {
             text += done;
@@ -135,7 +135,7 @@ static int same(const char *one, const char *other) {
     return starts(one, other) && one[length_of(other)] == '\0';
 }
 
-/* TEXT's decimal digits, written backwards from END; the first of them. */
+/* VALUE's decimal digits, written backwards from END; the first of them. */
 static char *decimal(unsigned long long value, char *end) {
     *--end = '\0';
     do
