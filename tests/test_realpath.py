@@ -1,5 +1,6 @@
 """``real_path`` answers as ``Path.resolve`` does, through links, for paths that exist and
-paths that do not; ``inside`` as ``Path.is_relative_to`` does."""
+paths that do not; ``inside`` and ``relative_text`` as ``Path.is_relative_to`` and
+``relative_to`` do."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fencecall.realpath import inside, real_path
+from fencecall.realpath import inside, real_path, relative_text
 
 
 @pytest.fixture
@@ -67,3 +68,5 @@ def test_inside_says_what_is_relative_to_says_for_normalised_paths(path: list[st
     inner, outer = Path("/", *path), Path("/", *folder)
     assert inside(inner, outer) == inner.is_relative_to(outer)
     assert inside(inner, inner) and inside(inner, Path("/"))
+    expected = str(inner.relative_to(outer)) if inner.is_relative_to(outer) else None
+    assert relative_text(inner, outer) == expected

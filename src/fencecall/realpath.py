@@ -40,3 +40,11 @@ def inside(path: Path, folder: Path) -> bool:
     raises to say no."""
     outer, inner = str(folder), str(path)
     return inner == outer or inner.startswith(outer if outer.endswith("/") else outer + "/")
+
+
+def relative_text(path: Path, folder: Path) -> str | None:
+    """``str(path.relative_to(folder))`` (``.`` for the folder itself) where ``path`` is
+    :func:`inside` ``folder``, else None."""
+    if not inside(path, folder):
+        return None
+    return str(path)[len(str(folder)):].lstrip("/") or "."

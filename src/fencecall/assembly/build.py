@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import Config, ConfigError, check_apart
 from ..execution import Session
 from ..execution.permissions import Permissions
-from ..realpath import real_path
+from ..realpath import inside, real_path
 from ..sandbox import Sandbox, choose_sandbox
 from ..secrecy import Redactor, scrub_own_environ, tool_environment
 from ..tools import ConfirmFunc, HookRegistry, Toolchain
@@ -86,7 +86,7 @@ def make_workspace(folder: Path) -> None:
     kernel folder (``/proc``, ``/sys``, ``/dev``), or whose parent is missing too: a typo
     must not make a tree of folders from the root."""
     real = real_path(folder.expanduser())
-    if any(real.is_relative_to(kernel) for kernel in _KERNEL_FOLDERS):
+    if any(inside(real, kernel) for kernel in _KERNEL_FOLDERS):
         raise ConfigError(f"the workspace {folder} is in a kernel folder ({real}): choose a "
                           "folder of files")
     if real.is_dir():

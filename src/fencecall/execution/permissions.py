@@ -30,6 +30,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..realpath import relative_text
 from ..tools import Allow, Block, HookRegistry, Remember, ToolInvocation
 from ..tools.hook_points import TOOL_PRE_EXECUTE, ToolPreExecute
 from ..tools.permission_rules import PermissionRules, Rule, RuleError, literal, parse_rule
@@ -209,8 +210,7 @@ def _where(given: str, invocation: ToolInvocation) -> tuple[str | None, str | No
             real = place.path
     except (OSError, ValueError):
         return None, None
-    inside = real == workspace or real.is_relative_to(workspace)
-    return (str(real.relative_to(workspace)) if inside else None), str(real)
+    return relative_text(real, workspace), str(real)
 
 
 def _path_allowed(pattern: str, given: str, invocation: ToolInvocation) -> bool:
@@ -231,7 +231,7 @@ def _path_forms(pattern: str, given: str, invocation: ToolInvocation) -> list[st
             continue
         if pattern.startswith("/"):
             forms.append(path)
-        elif Path(path).is_relative_to(workspace):
-            forms.append(str(Path(path).relative_to(workspace)))
+        elif (relative := relative_text(Path(path), workspace)) is not None:
+            forms.append(relative)
     return forms
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from ..realpath import inside, relative_text
+
 MAX_LINKS = 40
 """Symlinks one walk follows at most, as the kernel's own limit (ELOOP past it)."""
 _FOLDER = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -82,7 +84,7 @@ def locate(given: str, roots: Sequence[Path]) -> Place:
     candidate = Path(given).expanduser()
     absolute = candidate if candidate.is_absolute() else roots[0] / candidate
     place = _Walk().run(absolute)
-    if not any(place.path == root or place.path.is_relative_to(root) for root in roots):
+    if not any(inside(place.path, root) for root in roots):
         place.close()
         allowed = ", ".join(str(r) for r in roots)
         raise OutsideWorkspace(f"{given!r} resolves to {place.path}, outside the workspace "
@@ -99,8 +101,8 @@ def open_real_folder(path: Path) -> int:
 def display(path: Path, roots: Sequence[Path]) -> str:
     """``path`` relative to the root holding it, for messages."""
     for root in roots:
-        if path.is_relative_to(root):
-            return str(path.relative_to(root)) or "."
+        if (relative := relative_text(path, root)) is not None:
+            return relative
     return str(path)
 
 
