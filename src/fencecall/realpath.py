@@ -35,9 +35,10 @@ def real_path(path: Path) -> Path:
 
 
 def inside(path: Path, folder: Path) -> bool:
-    """Whether ``path`` is ``folder`` or below it, both absolute and normalised (real paths),
-    compared as text: ``Path.is_relative_to`` makes a relative path and catches the error it
-    raises to say no."""
+    """Whether ``path`` is ``folder`` or below it: ``path.is_relative_to(folder)`` for
+    absolute paths (pathlib keeps them without ``.`` parts or doubled and trailing slashes),
+    compared as text; ``is_relative_to`` makes a relative path and catches the error it raises
+    to say no."""
     outer, inner = str(folder), str(path)
     return inner == outer or inner.startswith(outer if outer.endswith("/") else outer + "/")
 
