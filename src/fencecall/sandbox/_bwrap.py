@@ -157,13 +157,9 @@ def _runtime_paths() -> tuple[Path, ...]:
     found = []
     for candidate in sorted(c for c in candidates if c):
         path = Path(candidate).resolve()
-        if path.is_dir() and any(_covers(folder, path) and path != folder for folder in masked):
+        if path.is_dir() and any(inside(path, folder) and path != folder for folder in masked):
             found.append(path)
     return tuple(found)
-
-
-def _covers(outer: Path, inner: Path) -> bool:
-    return inside(inner, outer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,10 +242,10 @@ class Sandbox:
         binds += [("--bind", real_path(path)) for path in scratch]
         binds += [("--ro-bind", real_path(path)) for path in inputs]
         real_cwd = real_path(cwd) if cwd is not None else None
-        if real_cwd is not None and not any(_covers(path, real_cwd) for _, path in binds):
+        if real_cwd is not None and not any(inside(real_cwd, path) for _, path in binds):
             binds.append(("--ro-bind-try", real_cwd))
         for path in _runtime_paths():
-            if not any(_covers(bound, path) for _, bound in binds):
+            if not any(inside(path, bound) for _, bound in binds):
                 binds.append(("--ro-bind-try", path))
         return [(flag, str(path), str(path)) for flag, path in binds]
 
@@ -264,7 +260,7 @@ def _outermost(roots: Sequence[Path]) -> list[Path]:
             raise PermissionError(f"the folder {root} is no longer where it was (a folder on "
                                   "its path was replaced, perhaps by a link); the sandbox "
                                   "will not start")
-        if not any(_covers(other, root) for other in roots if other != root):
+        if not any(inside(root, other) for other in roots if other != root):
             kept.append(root)
     return kept
 

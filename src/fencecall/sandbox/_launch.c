@@ -225,11 +225,14 @@ static int write_file(const char *path, const char *text) {
     return written == (long)length ? 0 : (written >= 0 ? (error_number = EIO, -1) : -1);
 }
 
+/* An rlimit as prlimit64 reads and writes it. */
+struct limit {
+    unsigned long long current, maximum;
+};
+
 static int set_limit(int resource, const char *value) {
     long long n = number(value);
-    struct {
-        unsigned long long current, maximum;
-    } limit = {(unsigned long long)n, (unsigned long long)n};
+    struct limit limit = {(unsigned long long)n, (unsigned long long)n};
     if (n < 0 || checked(sys6(__NR_prlimit64, 0, resource, (long)&limit, 0, 0, 0)) != 0)
         return fail("cannot set the limit", value);
     return 0;
@@ -322,9 +325,7 @@ static void close_from(unsigned int first, unsigned int last) {
     if (first > last || checked(sys6(__NR_close_range, first, last, 0, 0, 0, 0)) == 0 ||
             error_number != ENOSYS)
         return;
-    struct {
-        unsigned long long current, maximum;
-    } limit = {1024, 1024};
+    struct limit limit = {1024, 1024};
     sys6(__NR_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&limit, 0, 0);
     for (unsigned long long fd = first; fd <= last && fd < limit.current; fd++)
         sys6(__NR_close, (long)fd, 0, 0, 0, 0, 0);
