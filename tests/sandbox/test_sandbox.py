@@ -627,7 +627,7 @@ shell = ShellSession(workspace, sandbox=sandbox)
 shell.run(f"sleep {tag} & setsid sleep {tag} & (sleep {tag} &)")
 python = PythonSession(workspace, sandbox=sandbox)
 python.run(f"import subprocess; subprocess.Popen(['sleep', '{tag}'], start_new_session=True)")
-print(os.getpid(), shell._dir, shell._own_tmp, flush=True)
+print(os.getpid(), shell._own_tmp, flush=True)
 time.sleep(60)
 """
 

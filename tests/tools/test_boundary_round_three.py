@@ -289,10 +289,12 @@ def _host_bytes(folder: Path) -> int:
 def test_the_read_only_sandbox_writes_nothing_on_the_host(workspace: Path,
                                                           shells: list[ShellSession]) -> None:
     shell = _shell(shells, workspace, SandboxPolicy.READ_ONLY)
+    shell.run("sleep 30", timeout=0.5)  # stopped: its state waits in the scratch folder
     scratch = shell._dir
+    assert scratch is not None
     for target in (f"{scratch}/x", f"{scratch}/../x", "$TMPDIR/x", "/tmp/x"):
         shell.run(f"head -c 10M /dev/zero > {target}")
-    assert _host_bytes(scratch) < 64 * 1024  # the scripts fencecall wrote, no more
+    assert _host_bytes(scratch) < 64 * 1024  # the state fencecall wrote, no more
     assert not any(workspace.iterdir())
 
 

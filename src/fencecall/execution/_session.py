@@ -161,7 +161,7 @@ class Session:
     def allow_reading(self, folder: Path) -> None:
         """Let the read tool read ``folder`` (fencecall's own, which no tool writes: it is
         not a root, so neither file tools nor sandboxed processes may write it)."""
-        folder = folder.resolve()
+        folder = real_path(folder)
         if folder not in self.readable_roots:
             self._read_roots = (*self._read_roots, folder)
 

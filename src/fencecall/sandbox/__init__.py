@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from ._resource_limits import GiB, MiB, ResourceLimits, sweep_groups_once
     from ._seccomp import unconfirmed_filter
     from .host_programs import clean_path, host_program
-    from .reaper import freeze_and_kill, kill_tree, reaped, tree
+    from .reaper import freeze_and_kill, kill_tree, lone_child, reaped, tree
     from .scratch import make_scratch, remove_stale_once
 else:
     __getattr__, __dir__ = lazy_names(__name__, {
@@ -64,7 +64,7 @@ else:
         "._resource_limits": ("GiB", "MiB", "ResourceLimits", "sweep_groups_once"),
         "._seccomp": ("unconfirmed_filter",),
         ".host_programs": ("clean_path", "host_program"),
-        ".reaper": ("freeze_and_kill", "kill_tree", "reaped", "tree"),
+        ".reaper": ("freeze_and_kill", "kill_tree", "lone_child", "reaped", "tree"),
         ".scratch": ("make_scratch", "remove_stale_once"),
     })
 
@@ -86,6 +86,7 @@ __all__ = [
     "kill_group",
     "kill_tree",
     "live_processes",
+    "lone_child",
     "make_scratch",
     "readable",
     "reaped",

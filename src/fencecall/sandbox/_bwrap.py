@@ -272,7 +272,7 @@ def choose_sandbox(policy: SandboxPolicy | str, writable: Sequence[Path], *,
     its namespaces, commands run unsandboxed (OFF), never silently. ``limits`` hold with or
     without it (default: :class:`ResourceLimits`' own)."""
     chosen = SandboxPolicy(policy)
-    roots = tuple(Path(path).resolve() for path in writable)
+    roots = tuple(real_path(Path(path)) for path in writable)
     limits = limits or ResourceLimits()
     if chosen is SandboxPolicy.OFF:
         return Sandbox(chosen, roots, network, limits=limits), None

@@ -193,6 +193,23 @@ def _tree(pid: int) -> dict[int, bytes]:
     return found
 
 
+def lone_child(parent: int, child: int) -> bool | None:
+    """Whether ``child`` is the only process below ``parent``, and has none below it, from
+    the two processes' lists of children alone; None where those cannot tell (no such lists
+    here, either process has other threads, or is gone). ``child``'s list is read first: a
+    process that leaves it meanwhile (its parent exited) is on ``parent``'s by then, if
+    ``parent`` is where orphans go (bwrap's init, a reaper)."""
+    if not _children_listed():
+        return None
+    for pid, expected in ((child, []), (parent, [child])):
+        state = _state(pid)
+        if state is None or state[1] != 1:
+            return None
+        if _children(pid, 1) != expected:
+            return False
+    return True
+
+
 def kill_tree(pid: int, grace: float = 0.0) -> None:
     """End every process below ``pid``, not ``pid`` itself: SIGTERM first when ``grace`` is
     positive, and SIGKILL what is left after ``grace`` seconds, again and again while new

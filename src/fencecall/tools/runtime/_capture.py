@@ -46,6 +46,34 @@ def holding(content: str | bytes) -> int:
         os.close(fd)
 
 
+def script_file() -> tuple[int, int]:
+    """A file fencecall writes scripts to and a process reads them from: a descriptor to
+    write (:func:`rewrite`) and a read-only one to pass on. The file is read-only to all, so
+    whoever gets the second cannot reopen it to write (``/proc/self/fd/N``) and change what
+    it is given next; anyone may read it (a container's user may be anyone), but it has no
+    name, only descriptors."""
+    writer = unnamed_file()
+    try:
+        reader = os.open(f"/proc/self/fd/{writer}", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fchmod(writer, 0o444)
+        except BaseException:
+            os.close(reader)
+            raise
+    except BaseException:
+        os.close(writer)
+        raise
+    return writer, reader
+
+
+def rewrite(fd: int, content: str) -> None:
+    """Make the file of ``fd`` (in append mode) hold ``content`` alone."""
+    os.ftruncate(fd, 0)
+    data = content.encode("utf-8", errors="surrogateescape")
+    while data:
+        data = data[os.write(fd, data):]
+
+
 def clear(*fds: int) -> None:
     for fd in fds:
         os.ftruncate(fd, 0)

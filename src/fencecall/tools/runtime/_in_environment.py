@@ -1,10 +1,11 @@
 """Starting the persistent shell and interpreter in an :class:`Environment` (a container).
 
-They speak the same protocols as on the host: the output files fencecall holds reach them as
-descriptors 3, 4, … (``PATHS``), the scripts and the driver are in the environment's scratch
-folder, which they see read-only at its host path. What differs is how they are stopped:
-each runs under an init of its own, found by host pid (:meth:`Environment.host_pids`), and
-the shell and interpreter stop that init before killing what is below it.
+They speak the same protocols as on the host: the files fencecall holds (the output, and the
+shell's commands) reach them as descriptors 3, 4, … (``PATHS``), the shell's saved states
+and the python driver are in the environment's scratch folder, which they see read-only at
+its host path. What differs is how they are stopped: each runs under an init of its own,
+found by host pid (:meth:`Environment.host_pids`), and the shell and interpreter stop that
+init before killing what is below it.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from ...environments import Environment
 from ...errors import ToolError
 from ...sandbox import readable
 
-PATHS = ("/dev/fd/3", "/dev/fd/4", "/dev/fd/5")
-"""Where bash in an environment finds its stdout, stderr and state files."""
+PATHS = ("/dev/fd/3", "/dev/fd/4", "/dev/fd/5", "/dev/fd/6")
+"""Where bash in an environment finds its stdout, stderr and state files, and its command."""
 _PAGERS = {"PAGER": "cat", "GIT_PAGER": "cat"}
 
 
@@ -39,7 +40,7 @@ _SAY_PID = 'echo "$$"; exec "$@"'
 
 def scratch_folder(environment: Environment, kind: str) -> Path:
     """A new folder in the environment's scratch folder (which its processes see
-    read-only), for one shell's scripts: whoever the image's user is may enter it, and
+    read-only), for one shell's saved states: whoever the image's user is may enter it, and
     nobody but fencecall may list it."""
     folder = Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=environment.scratch))
     folder.chmod(0o711)

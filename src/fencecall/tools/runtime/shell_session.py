@@ -1,8 +1,10 @@
 """A persistent bash process that runs one command at a time.
 
-Each command is written to a file and sourced by the same bash, so ``cd`` and ``export``
-persist between calls. Its stdout and stderr go to unnamed files that fencecall holds by
-descriptor (see :mod:`._capture`) and bash inherited, and its stdin is ``/dev/null`` (a
+Each command is written to an unnamed file and sourced by the same bash, so ``cd`` and
+``export`` persist between calls: bash inherited a read-only descriptor of it, and the file
+is read-only to all, so nothing in the sandbox can change the next command. Its stdout and
+stderr go to unnamed files that fencecall holds by descriptor (see :mod:`._capture`) and
+bash inherited, and its stdin is ``/dev/null`` (a
 command waiting for input gets end-of-file instead of hanging the session). Every process
 bash starts stays below the process fencecall started, whatever session it moves to:
 unsandboxed, bash runs under a reaper that adopts orphans and kills them all when fencecall
@@ -20,14 +22,14 @@ goes to the manager as a background job (see :mod:`.job_manager`), and the next 
 new bash from the old one's working directory and exported variables.
 
 With an enforced :class:`Sandbox`, bash runs inside bwrap. It shares no writable folder with
-fencecall: the scripts fencecall writes are in a scratch folder it sees read-only, and what
-it writes goes to the inherited descriptors, capped by polling their blocks and by
-``RLIMIT_FSIZE``. Its /tmp is a folder of the session's (under ``WORKSPACE_WRITE``) rather
-than an empty tmpfs. A ``read_only`` run, which nobody confirmed, happens in a fresh
-read-only sandbox without network that sees the persistent shell's working directory,
-exported variables and /tmp but cannot change them; it writes nothing on the host but its
-capped output, its temporary files go to a small private tmpfs, and git runs in it with the
-repository's programs off (see :mod:`._git_guard`).
+fencecall: the state a stopped shell leaves for the next is in a scratch folder it sees
+read-only, and what it writes goes to the inherited descriptors, capped by polling their
+blocks and by ``RLIMIT_FSIZE``. Its /tmp is a folder of the session's (under
+``WORKSPACE_WRITE``) rather than an empty tmpfs. A ``read_only`` run, which nobody
+confirmed, happens in a fresh read-only sandbox without network that sees the persistent
+shell's working directory, exported variables and /tmp but cannot change them; it writes
+nothing on the host but its capped output, its temporary files go to a small private tmpfs,
+and git runs in it with the repository's programs off (see :mod:`._git_guard`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from ...sandbox import (
     kill_group,
     kill_tree,
     live_processes,
+    lone_child,
     make_scratch,
     readable,
     reaped,
@@ -64,6 +67,7 @@ from ...sandbox import (
     tree,
     unconfirmed_filter,
 )
+from ...sandbox.scratch import PREFIX
 from . import _capture
 from . import _in_environment as in_environment
 from ._git_guard import GUARD
@@ -171,16 +175,30 @@ _Why = Literal["marker", "timeout", "overflow", "dead"]
 
 class _Capture:
     """The unnamed files a bash writes a command's stdout, stderr and state to, which it
-    inherits as descriptors (``/dev/fd/N``, a duplicate in bash's redirections); cleared
-    before each command."""
+    inherits as descriptors (``/dev/fd/N``, a duplicate in bash's redirections) and which
+    are cleared before each command; and the one it reads each command from (it inherits a
+    read-only descriptor of it)."""
 
     def __init__(self) -> None:
-        self.out, self.err, self.state = (_capture.unnamed_file() for _ in range(3))
+        self.out = self.err = self.state = self.script = self.script_in = -1
+        try:
+            self.out, self.err, self.state = (_capture.unnamed_file() for _ in range(3))
+            self.script, self.script_in = _capture.script_file()
+        except BaseException:
+            _capture.close(*self._all())
+            raise
         self._closed = False
 
     @property
-    def fds(self) -> tuple[int, int, int]:
-        return self.out, self.err, self.state
+    def fds(self) -> tuple[int, int, int, int]:
+        """What bash inherits, in the order of :attr:`_Bash.paths`."""
+        return self.out, self.err, self.state, self.script_in
+
+    def _all(self) -> tuple[int, ...]:
+        return tuple(fd for fd in (*self.fds, self.script) if fd >= 0)
+
+    def clear(self) -> None:
+        _capture.clear(self.out, self.err, self.state)
 
     def written(self) -> int:
         return _capture.on_disk(self.out, self.err)
@@ -193,7 +211,7 @@ class _Capture:
         """Close the files, once (a number closed twice may be another file's by then)."""
         if not self._closed:
             self._closed = True
-            _capture.close(*self.fds)
+            _capture.close(*self._all())
 
 
 class _Bash:
@@ -210,13 +228,15 @@ class _Bash:
         self.root = proc.pid if root is None else root
         """The process every one of the shell's is below (bash's init in an environment)."""
         self.paths = paths or tuple(f"/dev/fd/{fd}" for fd in files.fds)
-        """Where bash finds the files: stdout, stderr, state."""
+        """Where bash finds the files: stdout, stderr, state, the command."""
         self._held = root is not None
         """Whether :attr:`root` is an init that exits with bash, to be stopped first."""
         self._sandboxed = sandboxed
         self._buffer = b""
         self._own: frozenset[int] | None = None
         self._bash: int | None = None
+        self._adopter: int | None = None
+        """Where bash's orphans go: bwrap's init, the reaper or an environment's init."""
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -293,22 +313,40 @@ class _Bash:
         if self.proc.returncode is not None:
             return []
         below = tree(self.root)
+        return below if not self._find_own() else \
+            [pid for pid in below if pid not in (self._own or ())]
+
+    def has_children(self) -> bool:
+        """Whether :meth:`children` has any: from the lists of children of bash and of the
+        process its orphans go to (bwrap's init, the reaper, an environment's init) where
+        those tell, without reading the whole tree."""
+        if self.proc.returncode is not None:
+            return False
+        if self._find_own() and self._bash is not None and self._adopter is not None:
+            alone = lone_child(self._adopter, self._bash)
+            if alone is not None:
+                return not alone
+        return bool(self.children())
+
+    def _find_own(self) -> bool:
+        """Find bash, and bwrap's init above it, once; whether they were found."""
         if self._own is None:
             first = _first_child(self.root)  # bwrap's init, or bash under the reaper
             bash = _first_child(first) if first is not None and self._sandboxed else first
             if first is None or bash is None:
-                return below
+                return False
             self._own, self._bash = frozenset({first, bash}), bash
-        return [pid for pid in below if pid not in self._own]
+            self._adopter = first if self._sandboxed else self.root
+        return True
 
     def running(self) -> str | None:
         """What bash runs now (its first child's command line), for a stop's report."""
-        self.children()
+        self._find_own()
         return _running(self._bash)
 
     def kill_bash(self) -> None:
         """SIGKILL bash itself, not what runs below it: it runs nothing more."""
-        self.children()  # finds bash's pid
+        self._find_own()
         self.hold()
         if self._bash is not None:
             with contextlib.suppress(ProcessLookupError):
@@ -325,12 +363,14 @@ class _Bash:
 
     def freeze_and_kill(self) -> None:
         """SIGKILL every process below bash with no warning (no handler of theirs runs)."""
-        self.children()  # finds bash's pid and bwrap's init
+        self._find_own()
         spare = (self._own or frozenset()) - {self._bash}
         freeze_and_kill(self.root, frozenset(spare))
 
     def kill_children(self) -> None:
         """TERM every process below bash, then KILL what is left."""
+        if not self.has_children():
+            return
         for sig in (signal.SIGTERM, signal.SIGKILL):
             deadline = time.monotonic() + _KILL_GRACE
             victims = self.children()
@@ -346,16 +386,32 @@ class _Bash:
     def terminate(self) -> None:
         """Kill bash and everything below it; reap it and close its pipes."""
         if self.proc.returncode is None:
-            self.hold()
-            kill_tree(self.root)
-            if self._held:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.root, signal.SIGKILL)
+            if not self._end_namespace():
+                self.hold()
+                kill_tree(self.root)
+                if self._held:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(self.root, signal.SIGKILL)
             kill_group(self.proc)
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):  # a command it never read: a broken pipe
                     stream.close()
+
+    def _end_namespace(self) -> bool:
+        """Sandboxed: SIGKILL bwrap's init, which takes every process of its pid namespace
+        with it (the kernel's doing: none can leave the namespace), and wait for bwrap, which
+        exits once its init has, that is once they are all gone. False where that is not how
+        it ended (unsandboxed, or bwrap still there after a while): kill the tree then."""
+        if not self._sandboxed:
+            return False
+        init = _first_child(self.root)
+        if init is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(init, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(_KILL_GRACE)
+        return self.proc.returncode is not None
 
     def close(self) -> None:
         """:meth:`terminate`, and let go of its files."""
@@ -367,17 +423,16 @@ class _RetiredShell:
     """A bash handed to a job with the command it runs (a :class:`~.job_manager.Running`): the job
     ends once bash printed ``marker`` and nothing is left below it."""
 
-    def __init__(self, bash: _Bash, marker: str, script: Path):
+    def __init__(self, bash: _Bash, marker: str):
         self._bash = bash
         self._marker = marker
-        self._script = script
         self._done = False
         self._status: int | None = None
 
     def poll(self) -> tuple[bool, int | None]:
         if not self._done:
             self._done, self._status = self._bash.poll_marker(self._marker)
-        return self._done and not self._bash.children(), self._status
+        return self._done and not self._bash.has_children(), self._status
 
     def kill(self) -> None:
         self._bash.kill_children()
@@ -385,7 +440,6 @@ class _RetiredShell:
 
     def close(self) -> None:
         self._bash.close()
-        _discard(self._script)
 
 
 class _OneShot:
@@ -433,12 +487,14 @@ class ShellSession:
         self._jobs = jobs
         self._sandbox = sandbox or Sandbox(SandboxPolicy.OFF)
         self._disk_limit = self._sandbox.limits.output if disk_limit is None else disk_limit
-        self._dir = make_scratch("shell") if environment is None else \
-            in_environment.scratch_folder(environment, "shell")
-        """The scripts and states fencecall writes for bash, which it sees read-only."""
+        self._dir: Path | None = None
+        """The states that stopped shells leave for the next, which it sees read-only: made
+        with the first one."""
         self._mode = 0o600 if environment is None else 0o644
-        """An environment's user may be anyone: its scripts are readable to all, in a
+        """An environment's user may be anyone: its states are readable to all, in a
         folder nobody else may list."""
+        self._owner = f"{PREFIX}shell-{os.getpid()}-{id(self):x}"
+        """The label of the reaper that bash runs under unsandboxed (see :func:`reaped`)."""
         self._own_tmp: Path | None = None
         if self._sandbox.policy is SandboxPolicy.WORKSPACE_WRITE and self._sandbox.tmp is None:
             # a folder rather than a tmpfs, so that read-only runs see the files in /tmp too
@@ -466,9 +522,10 @@ class ShellSession:
             return
         command = [_BASH, "--noprofile", "--norc"]
         if self._sandbox.enforced:
-            argv = self._sandbox.command(command, inputs=[self._dir], cwd=self._cwd)
+            argv = self._sandbox.command(command, inputs=[self._dir] if self._dir else [],
+                                         cwd=self._cwd)
         else:
-            argv = reaped(command, owner=self._dir.name)
+            argv = reaped(command, owner=self._owner)
         files = _Capture()
         try:
             proc = self._gate.start(lambda: start_process(
@@ -523,10 +580,7 @@ class ShellSession:
     def has_processes(self) -> bool:
         """Whether anything the shell started runs now (between commands: what a command
         left that did not become a job)."""
-        return bool(self._children())
-
-    def _children(self) -> list[int]:
-        return [] if self._bash is None else self._bash.children()
+        return self._bash is not None and self._bash.has_children()
 
     def run(self, command: str, timeout: float = 60.0, *, read_only: bool = False,
             background_after: float | None = None) -> ShellResult:
@@ -541,19 +595,9 @@ class ShellSession:
             if not self._sandbox.enforced:
                 raise ValueError("read_only needs an enforced sandbox")
             return self._run_read_only(command, timeout, background_after)
-        script = self._dir / f"{secrets.token_hex(8)}.sh"
-        _create(script, command + "\n", self._mode)
-        kept = False
-        try:
-            result, kept = self._run(command, script, timeout, background_after)
-            return result
-        finally:
-            if not kept:
-                _discard(script)
+        return self._run(command, timeout, background_after)
 
-    def _run(self, command: str, script: Path, timeout: float,
-             background_after: float | None) -> tuple[ShellResult, bool]:
-        """The result, and whether a job took over the script."""
+    def _run(self, command: str, timeout: float, background_after: float | None) -> ShellResult:
         restarted = None
         if self._bash is None:
             self._start()
@@ -562,42 +606,41 @@ class ShellSession:
             self._restart()
         bash = self._bash
         assert bash is not None
-        _capture.clear(*bash.files.fds)
+        bash.files.clear()
+        _capture.rewrite(bash.files.script, command + "\n")
         marker = secrets.token_hex(8)
         restore, self._restore = self._restore, None
-        out, err, state = bash.paths
+        out, err, state, script = bash.paths
         line = ((f"builtin source {shlex.quote(str(restore))} >/dev/null 2>&1; "
                  if restore is not None else "")
                 + _save_state(state)
-                + f"builtin source {shlex.quote(str(script))} >{out} 2>{err} </dev/null; "
+                + f"builtin source {script} >{out} 2>{err} </dev/null; "
                 f"builtin printf '\\n{marker} %s\\n' \"$?\"\n")
         try:
             if not bash.send(line):  # it died since: start another (its pipes closed first)
                 self._restart()
                 self._restore = restore
-                return self._run(command, script, timeout, background_after)
-            return self._wait(command, bash, marker, script, timeout, background_after,
-                              restarted)
+                return self._run(command, timeout, background_after)
+            return self._wait(command, bash, marker, timeout, background_after, restarted)
         finally:
             if restore is not None:
                 _discard(restore)
 
-    def _wait(self, command: str, bash: _Bash, marker: str, script: Path, timeout: float,
-              background_after: float | None,
-              restarted: str | None) -> tuple[ShellResult, bool]:
+    def _wait(self, command: str, bash: _Bash, marker: str, timeout: float,
+              background_after: float | None, restarted: str | None) -> ShellResult:
         first = timeout if background_after is None else background_after
         try:
             status, why = bash.wait_marker(marker, first, self._disk_limit)
             if why == "timeout" and background_after is not None:
-                job = self._retire(command, bash, marker, script, ran_for=first)
+                job = self._retire(command, bash, marker, ran_for=first)
                 if job is not None:
-                    return job, True
+                    return job
                 status, why = bash.wait_marker(marker, timeout - first, self._disk_limit)
         except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM: the whole command ends
             self._stop(bash)
             raise
         if why == "marker":
-            return self._returned(command, bash, script, status, restarted)
+            return self._returned(command, bash, status, restarted)
         stopped_at = bash.running() if why != "dead" else None
         stdout, stderr = self._read(bash.files.out), self._read(bash.files.err)
         if why == "dead":
@@ -612,22 +655,22 @@ class ShellSession:
                      "the command, functions and other variables are gone")
         stopped = why in ("timeout", "overflow")
         return ShellResult(stdout, stderr, None if stopped else status, why == "timeout",
-                           restarted, why == "overflow", stopped_at=stopped_at), False
+                           restarted, why == "overflow", stopped_at=stopped_at)
 
-    def _returned(self, command: str, bash: _Bash, script: Path, status: int | None,
-                  restarted: str | None) -> tuple[ShellResult, bool]:
+    def _returned(self, command: str, bash: _Bash, status: int | None,
+                  restarted: str | None) -> ShellResult:
         """The result of a command that returned: processes it left running go on as a job
         where one may start, else they are killed."""
         note = None
-        if self._jobs is not None and bash.children():
-            job = self._retire_left_behind(command, bash, script, status)
+        if self._jobs is not None and bash.has_children():
+            job = self._retire_left_behind(command, bash, status)
             if job is not None:
-                return job, True
+                return job
             bash.kill_children()
             note = (f"It left processes running in the background, which were killed: "
                     f"{self._jobs.max_jobs} jobs are running already (the limit).")
         return ShellResult(self._read(bash.files.out), self._read(bash.files.err), status,
-                           restarted=restarted, note=note), False
+                           restarted=restarted, note=note)
 
     def _stop(self, bash: _Bash) -> None:
         """End the command as a whole: bash first (so nothing after the part running now can
@@ -645,25 +688,28 @@ class ShellSession:
         """A script the next bash sources to get ``state`` back (None: nothing to restore)."""
         if state is None:
             return None
+        if self._dir is None:
+            self._dir = make_scratch("shell") if self._place is None else \
+                in_environment.scratch_folder(self._place, "shell")
         path = self._dir / f"{secrets.token_hex(8)}.state"
         _create(path, state, self._mode)
         return path
 
-    def _retire(self, command: str, bash: _Bash, marker: str, script: Path, *,
+    def _retire(self, command: str, bash: _Bash, marker: str, *,
                 ran_for: float) -> ShellResult | None:
         """Hand ``bash``, still running ``command``, to the jobs; the next bash starts from
         the state before the command. None where no job may start."""
         assert self._jobs is not None
         state = bash.files.state_text()
         try:
-            job, so_far = self._jobs.adopt(command, _RetiredShell(bash, marker, script),
+            job, so_far = self._jobs.adopt(command, _RetiredShell(bash, marker),
                                            (bash.files.out, bash.files.err), ran_for=ran_for)
         except JobError:
             return None
         self._bash, self._restore = None, self._restore_file(state)
         return self._job_result(job, so_far, running_for=ran_for)
 
-    def _retire_left_behind(self, command: str, bash: _Bash, script: Path,
+    def _retire_left_behind(self, command: str, bash: _Bash,
                             status: int | None) -> ShellResult | None:
         """Hand ``bash``, whose command returned but left processes running, to the jobs:
         the job ends when they have all ended, with the exit status of the last one bash
@@ -676,7 +722,7 @@ class ShellSession:
                          f"builtin printf '\\n{marker} %s\\n' \"$?\"\n"):
             return None
         try:
-            job, _ = self._jobs.adopt(command, _RetiredShell(bash, marker, script),
+            job, _ = self._jobs.adopt(command, _RetiredShell(bash, marker),
                                       (bash.files.out, bash.files.err))
         except JobError:
             return None
@@ -801,7 +847,8 @@ class ShellSession:
         if bash is not None:
             bash.kill_children()
             bash.close()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
         if self._own_tmp is not None:
             shutil.rmtree(self._own_tmp, ignore_errors=True)
 
