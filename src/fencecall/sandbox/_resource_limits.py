@@ -21,6 +21,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 from pathlib import Path
 
 from . import _launch
@@ -133,17 +134,34 @@ class _Controller:
     """The folder of fencecall's own group in this controller's hierarchy."""
     limit_file: str
     """Where the limit is written: pids.max, memory.limit_in_bytes or memory.max."""
+    usage_file: str = ""
+    """Where the memory a group holds is read: memory.usage_in_bytes or memory.current."""
+
+
+class _Use(Enum):
+    """Whether a group has processes in it."""
+
+    BUSY = "busy"
+    EMPTY = "empty"
+    GONE = "gone"
+    """A folder of it was removed, or cannot be read."""
 
 
 class Cgroup:
-    """A control group of one started process (in each hierarchy that has the controller).
-    Removed once empty: each new group tidies the empty ones fencecall made before, and the
-    rest go at exit."""
+    """A control group of a started process (in each hierarchy that has the controller).
+    Once every process in it has ended, it is kept for the next start with the same limits:
+    making one costs the kernel far more than reading that one is empty (a memory group
+    most of all). One that still holds memory (files its processes left in a tmpfs are
+    charged to it) is removed instead, so that the next process gets all of its limit; so
+    are the rest at exit."""
 
-    def __init__(self, folders: list[Path], limits_processes: bool, limits_memory: bool):
+    def __init__(self, folders: list[Path], limits_processes: bool, limits_memory: bool,
+                 key: tuple[int, int] = (0, 0)):
         self.folders = folders
         self.limits_processes = limits_processes
         self.limits_memory = limits_memory
+        self.key = key
+        """The limits it was made with (processes, memory): it is used again for those only."""
 
     @property
     def procs(self) -> list[Path]:
@@ -151,8 +169,20 @@ class Cgroup:
 
     @classmethod
     def create(cls, limits: ResourceLimits) -> Cgroup | None:
-        """A new group with ``limits``, or None where fencecall cannot make one here."""
+        """A group with ``limits`` (one an ended process left, else a new one), or None where
+        fencecall cannot make one here."""
         _tidy()
+        key = (limits.processes, limits.memory)
+        if idle := _idle.get(key):
+            group: Cgroup | None = idle.pop()
+        else:
+            group = cls._make(limits, key)
+        if group is not None:
+            _made[group] = [time.monotonic() + _JOINED_WITHIN, _JOINED_WITHIN]
+        return group
+
+    @classmethod
+    def _make(cls, limits: ResourceLimits, key: tuple[int, int]) -> Cgroup | None:
         name = f"{_PREFIX}{os.getpid()}-{os.urandom(6).hex()}"  # secrets.token_hex(6)
         folders: list[Path] = []
         limited_by: set[str] = set()
@@ -169,32 +199,81 @@ class Cgroup:
             finally:
                 if folder not in folders and folder.is_dir():
                     folders.append(folder)
-                    _made[folder] = time.monotonic()
             limited_by.add(controller)
-        return cls(folders, "pids" in limited_by, "memory" in limited_by) if folders else None
+        return cls(folders, "pids" in limited_by, "memory" in limited_by, key) \
+            if folders else None
+
+    def use(self) -> _Use:
+        for path in self.procs:
+            try:
+                if _read_small(path).strip():
+                    return _Use.BUSY
+            except OSError:
+                return _Use.GONE
+        return _Use.EMPTY
+
+    def holds_memory(self) -> bool:
+        """Whether it is still charged with more than :data:`_HELD_MEMORY`."""
+        memory = _controllers().get("memory")
+        for folder in self.folders:
+            if memory is not None and memory.usage_file and folder.parent == memory.base:
+                try:
+                    return int(_read_small(folder / memory.usage_file)) > _HELD_MEMORY
+                except (OSError, ValueError):
+                    return True
+        return False
+
+    def remove(self) -> None:
+        for folder in self.folders:
+            with contextlib.suppress(OSError):  # gone, or in use still (at exit)
+                folder.rmdir()
 
 
-_made: dict[Path, float] = {}
-"""The groups this process made that may still exist, with when they were made."""
+def _read_small(path: Path) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
+_made: dict[Cgroup, list[float]] = {}
+"""The groups this process handed out that may still be in use, with when to look again
+whether they are, and how long it waited last."""
+_idle: dict[tuple[int, int], list[Cgroup]] = {}
+"""Empty groups kept for the next start, by the limits they hold."""
+_IDLE_KEPT = 256
+"""Empty groups kept, at most, for each set of limits."""
+_HELD_MEMORY = 64 * MiB
 _JOINED_WITHIN = 10.0
-"""Seconds after which a new group's process has surely joined it: an empty group younger
-than that may be one whose process is still on its way in (removing it would fail the
-start)."""
+"""Seconds after which a group's process has surely joined it: an empty group handed out
+less long ago may be one whose process is still on its way in."""
+_LOOK_AGAIN = 60.0
+"""Seconds between looks, at most, at a group still in use."""
 
 
 def _tidy(*, everything: bool = False) -> None:
-    """Remove the groups fencecall made whose processes have all ended."""
+    """Keep for the next starts (or remove) the groups whose processes have all ended; with
+    ``everything``, remove every group left."""
     now = time.monotonic()
-    for folder, made in list(_made.items()):
-        if not everything and now - made < _JOINED_WITHIN:
+    for group, when in list(_made.items()):
+        if not everything and now < when[0]:
             continue
-        try:
-            folder.rmdir()
-        except FileNotFoundError:
-            pass
-        except OSError:  # still in use
+        use = _Use.EMPTY if everything else group.use()
+        if use is _Use.BUSY:
+            when[1] = min(when[1] * 2, _LOOK_AGAIN)
+            when[0] = now + when[1]
             continue
-        del _made[folder]
+        del _made[group]
+        idle = _idle.setdefault(group.key, [])
+        if use is _Use.GONE or everything or len(idle) >= _IDLE_KEPT or group.holds_memory():
+            group.remove()
+        else:
+            idle.append(group)
+    if everything:
+        for group in (group for idle in _idle.values() for group in idle):
+            group.remove()
+        _idle.clear()
 
 
 atexit.register(_tidy, everything=True)
@@ -233,9 +312,11 @@ def _controllers() -> dict[str, _Controller]:
                 continue
             point, kind, options = Path(fields[1]), fields[2], fields[3].split(",")
             if kind == "cgroup":
-                for name, limit in (("pids", "pids.max"), ("memory", "memory.limit_in_bytes")):
+                for name, limit, usage in (("pids", "pids.max", ""),
+                                           ("memory", "memory.limit_in_bytes",
+                                            "memory.usage_in_bytes")):
                     if name in options and name in own:
-                        found.setdefault(name, _Controller(_at(point, own[name]), limit))
+                        found.setdefault(name, _Controller(_at(point, own[name]), limit, usage))
             elif kind == "cgroup2" and "" in own:
                 _v2(point / own[""].lstrip("/"), found)
     return {name: c for name, c in found.items() if os.access(c.base, os.W_OK)}
@@ -251,9 +332,10 @@ def _v2(base: Path, found: dict[str, _Controller]) -> None:
         enabled = (base / "cgroup.subtree_control").read_text().split()
     except OSError:
         return
-    for name, limit in (("pids", "pids.max"), ("memory", "memory.max")):
+    for name, limit, usage in (("pids", "pids.max", ""), ("memory", "memory.max",
+                                                          "memory.current")):
         if name in enabled:
-            found.setdefault(name, _Controller(base, limit))
+            found.setdefault(name, _Controller(base, limit, usage))
 
 
 def sweep_groups() -> list[Path]:

@@ -310,8 +310,11 @@ def _read(path: str, limit: int) -> bytes:
 
 
 def _read_fd(fd: int, limit: int) -> bytes:
+    """Read in pages, growing: a read allocates the bytes it asks for, and a list of
+    children is nearly always a few bytes long, though it may be long."""
     data = b""
-    while len(data) < limit and (chunk := os.read(fd, limit - len(data))):
+    while len(data) < limit and (chunk := os.read(fd, min(limit - len(data),
+                                                          max(4096, len(data))))):
         data += chunk
     return data
 
