@@ -8,6 +8,7 @@ with memory that the next process would lose from its limit.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -27,10 +28,11 @@ LIMITS = ResourceLimits()
 
 @pytest.fixture(autouse=True)
 def own_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A pool of this test's own, whose groups count as joined at once; removed after."""
+    """A pool of this test's own, whose groups are looked at on every start; removed
+    after."""
     monkeypatch.setattr(limits_module, "_made", {})
     monkeypatch.setattr(limits_module, "_idle", {})
-    monkeypatch.setattr(limits_module, "_JOINED_WITHIN", 0.0)
+    monkeypatch.setattr(limits_module, "_FIRST_LOOK", 0.0)
     yield
     limits_module._tidy(everything=True)
 
@@ -42,36 +44,40 @@ def _group(limits: ResourceLimits = LIMITS) -> Cgroup:
     return group
 
 
-def _run_in(group: Cgroup, argv: list[str]) -> None:
-    done = subprocess.run(limited(argv, LIMITS, group), capture_output=True, timeout=30)
-    assert done.returncode == 0, done.stderr
+@contextlib.contextmanager
+def _running_in(group: Cgroup, command: str) -> Iterator[None]:
+    """``command`` (which ends in an ``exec``) in ``group``, joined once this yields, and
+    killed after."""
+    process = subprocess.Popen(limited(["sh", "-c", command], LIMITS, group))
+    try:
+        for procs in group.procs:
+            deadline = time.monotonic() + 10
+            while not procs.read_text().strip():
+                assert time.monotonic() < deadline, "the process did not join its group"
+                time.sleep(0.01)
+        yield
+    finally:
+        process.kill()
+        process.wait()
 
 
-def test_an_ended_process_s_group_is_handed_out_again_for_the_same_limits() -> None:
+def test_a_group_is_handed_out_again_once_its_processes_have_ended() -> None:
     first = _group()
-    _run_in(first, ["true"])
-    other = _group(ResourceLimits(processes=64))
-    assert other.folders != first.folders  # other limits: a group of their own
+    with _running_in(first, "exec sleep 30"):
+        busy = _group()
+        assert busy.folders != first.folders  # a process is in it
     again = _group()
     assert again is first and all(folder.is_dir() for folder in first.folders)
-    _run_in(again, ["true"])  # and a process joins it as it joined a new one
+    other = _group(ResourceLimits(processes=64))
+    assert other not in (first, busy)  # other limits: a group of their own
+    done = subprocess.run(limited(["true"], LIMITS, again), capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr  # a process joins it as it joined a new one
 
 
-def test_a_group_with_a_process_in_it_is_not_handed_out() -> None:
+def test_a_group_nobody_was_seen_in_yet_is_not_handed_out() -> None:
+    """Its process may still be on its way in."""
     first = _group()
-    sleeper = subprocess.Popen(limited(["sleep", "30"], LIMITS, first))
-    try:
-        for procs in first.procs:  # the launcher has joined it once the pid is listed
-            for _ in range(500):
-                if procs.read_text().strip():
-                    break
-                time.sleep(0.01)
-        second = _group()
-        assert second.folders != first.folders
-    finally:
-        sleeper.kill()
-        sleeper.wait()
-    assert _group() in (first, second)  # both ended: either may be handed out
+    assert _group() is not first
 
 
 def test_a_group_still_charged_with_memory_is_removed_not_kept(tmp_path: Path) -> None:
@@ -82,9 +88,12 @@ def test_a_group_still_charged_with_memory_is_removed_not_kept(tmp_path: Path) -
     left = shm / f"fencecall-test-{tmp_path.name}"
     try:
         # a file in a tmpfs stays charged to the group of the process that wrote it
-        _run_in(first, ["sh", "-c", f"head -c {80 * MiB} /dev/zero > {left}"])
-        second = _group()
-        assert second is not first
+        wrote = subprocess.run(limited(["sh", "-c", f"head -c {80 * MiB} /dev/zero > {left}"],
+                                       LIMITS, first), capture_output=True, timeout=30)
+        assert wrote.returncode == 0 and left.stat().st_size == 80 * MiB, wrote.stderr
+        with _running_in(first, "exec sleep 30"):
+            _group()
+        assert _group() is not first
         assert not any(folder.exists() for folder in first.folders)
     finally:
         left.unlink(missing_ok=True)

@@ -178,7 +178,7 @@ class Cgroup:
         else:
             group = cls._make(limits, key)
         if group is not None:
-            _made[group] = [time.monotonic() + _JOINED_WITHIN, _JOINED_WITHIN]
+            _made[group] = _Watch(time.monotonic())
         return group
 
     @classmethod
@@ -237,32 +237,53 @@ def _read_small(path: Path) -> bytes:
         os.close(fd)
 
 
-_made: dict[Cgroup, list[float]] = {}
-"""The groups this process handed out that may still be in use, with when to look again
-whether they are, and how long it waited last."""
+class _Watch:
+    """When a group was handed out, and what has been seen of it since."""
+
+    __slots__ = ("joined", "look_at", "since", "wait")
+
+    def __init__(self, since: float) -> None:
+        self.since = since
+        self.joined = False
+        """Whether a process was seen in it: once it is empty again, they have all ended."""
+        self.wait = _FIRST_LOOK
+        """Seconds until the next look (doubling, up to :data:`_LOOK_AGAIN`)."""
+        self.look_at = since + self.wait
+
+    def later(self, now: float) -> None:
+        self.wait = min(self.wait * 2, _LOOK_AGAIN)
+        self.look_at = now + self.wait
+
+
+_made: dict[Cgroup, _Watch] = {}
+"""The groups this process handed out that may still be in use."""
 _idle: dict[tuple[int, int], list[Cgroup]] = {}
 """Empty groups kept for the next start, by the limits they hold."""
 _IDLE_KEPT = 256
 """Empty groups kept, at most, for each set of limits."""
 _HELD_MEMORY = 64 * MiB
 _JOINED_WITHIN = 10.0
-"""Seconds after which a group's process has surely joined it: an empty group handed out
-less long ago may be one whose process is still on its way in."""
+"""Seconds after which a group's process has surely joined it (or failed to start): an
+empty group nobody was seen in, handed out less long ago, may be one whose process is still
+on its way in."""
+_FIRST_LOOK = 1.0
+"""Seconds after a group is handed out before the first look at it."""
 _LOOK_AGAIN = 60.0
-"""Seconds between looks, at most, at a group still in use."""
+"""Seconds between looks, at most, at a group in use."""
 
 
 def _tidy(*, everything: bool = False) -> None:
     """Keep for the next starts (or remove) the groups whose processes have all ended; with
     ``everything``, remove every group left."""
     now = time.monotonic()
-    for group, when in list(_made.items()):
-        if not everything and now < when[0]:
+    for group, watch in list(_made.items()):
+        if not everything and now < watch.look_at:
             continue
         use = _Use.EMPTY if everything else group.use()
-        if use is _Use.BUSY:
-            when[1] = min(when[1] * 2, _LOOK_AGAIN)
-            when[0] = now + when[1]
+        if use is _Use.BUSY or (use is _Use.EMPTY and not watch.joined
+                                and now - watch.since < _JOINED_WITHIN):
+            watch.joined = watch.joined or use is _Use.BUSY
+            watch.later(now)
             continue
         del _made[group]
         idle = _idle.setdefault(group.key, [])
