@@ -9,10 +9,8 @@ namespace descriptors from the program, and a failed step must stop the start.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +23,6 @@ from fencecall.sandbox._processes import start_process
 from fencecall.sandbox._resource_limits import _PRLIMIT, Cgroup, MiB, ResourceLimits, limited
 from fencecall.tools.runtime.shell_session import ShellSession
 
-from ..processes import alive
 from ..support import needs_bwrap
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -145,87 +142,73 @@ def test_a_launched_process_gets_only_its_descriptors_and_they_stay_private(
             os.close(fd)
 
 
+_SHOW_NAMESPACES = "readlink /proc/self/ns/user /proc/self/ns/net; ls /proc/self/fd"
+
+
+def _show_namespaces(network: SharedNetwork) -> tuple[list[str], list[str]]:
+    """The namespaces a program started behind the network's prefix is in, and the
+    descriptors it has open."""
+    done = _run([*network.prefix, "sh", "-c", _SHOW_NAMESPACES], pass_fds=network.pass_fds)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.split("\n")
+    return lines[:2], lines[2:]
+
+
 def test_the_namespaces_are_entered_and_their_descriptors_kept_from_the_program(
         launch_mode: str) -> None:
     with SharedNetwork.create() as network:
+        made, _ = _show_namespaces(network)  # launched, the first makes them
+        entered, listed = _show_namespaces(network)
         user, net = network.pass_fds
-        done = _run([*network.prefix, "sh", "-c",
-                     "readlink /proc/self/ns/user /proc/self/ns/net; ls /proc/self/fd"],
-                    pass_fds=network.pass_fds)
-        assert done.returncode == 0, done.stderr
-        entered, listed = done.stdout.split("\n", 2)[:2], done.stdout.split("\n")[2:]
-        assert entered == [f"user:[{os.fstat(user).st_ino}]", f"net:[{os.fstat(net).st_ino}]"]
+        assert entered == made == [f"user:[{os.fstat(user).st_ino}]",
+                                   f"net:[{os.fstat(net).st_ino}]"]
         if launch_mode == "launcher":  # nsenter leaves them open
             assert str(user) not in listed and str(net) not in listed
 
 
-def _start_holder(parent: int) -> subprocess.Popen[bytes]:
-    launcher = _launch.launcher()
-    if launcher is None:
-        pytest.skip("fencecall-launch was not built here")
-    return start_process([launcher, "--hold", netns._MARK, str(parent)], reaper=True,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
-def test_the_holder_makes_new_namespaces_with_the_loopback_up() -> None:
-    holder = _start_holder(os.getpid())
-    assert holder.stdin is not None and holder.stdout is not None
-    try:
-        holder.stdin.write(b"\n")
-        holder.stdin.flush()
-        assert holder.stdout.read(1) == b"\n"
-        proc = Path(f"/proc/{holder.pid}")
-        for name in ("user", "net"):
-            assert os.readlink(proc / "ns" / name) != os.readlink(f"/proc/self/ns/{name}")
-        uid, gid = os.getuid(), os.getgid()
-        assert (proc / "uid_map").read_text().split() == [str(uid), str(uid), "1"]
-        assert (proc / "gid_map").read_text().split() == [str(gid), str(gid), "1"]
-        assert (proc / "setgroups").read_text() == "deny\n"
-        routes = (proc / "net" / "fib_trie").read_text().partition("Local:")[2]
-        assert netns._LOOPBACK_ROUTE.search(routes)
-    finally:
-        holder.stdin.close()
-        assert holder.wait(10) == 0
-        holder.stdout.close()
-        assert holder.stderr is not None and holder.stderr.read() == b""
-        holder.stderr.close()
-
-
-def test_a_holder_whose_parent_is_not_the_one_named_makes_nothing() -> None:
-    holder = _start_holder(1)  # its parent died before it could set its signal: init's now
-    out, _ = holder.communicate(b"\n", timeout=10)
-    assert holder.returncode == 128 + signal.SIGKILL and out == b""
-
-
-_PARENT = """\
-import os, subprocess, sys, time
-from fencecall.sandbox import _launch
-from fencecall.sandbox._processes import start_process
-holder = start_process([_launch.launcher(), "--hold", "FENCECALL_NETNS_HOLDER",
-                        str(os.getpid())], reaper=True, stdin=subprocess.PIPE,
-                       stdout=subprocess.PIPE)
-holder.stdin.write(b"\\n"); holder.stdin.flush(); holder.stdout.read(1)
-print(holder.pid, flush=True)
-time.sleep(600)
-"""
-
-
-def test_a_holder_dies_with_fencecall() -> None:
+def _launched_network() -> SharedNetwork:
     if _launch.launcher() is None:
         pytest.skip("fencecall-launch was not built here")
-    parent = subprocess.Popen([sys.executable, "-c", _PARENT], stdout=subprocess.PIPE)
-    assert parent.stdout is not None
-    try:
-        holder = int(parent.stdout.readline())
-        assert alive(holder)
-    finally:
-        parent.kill()
-        parent.wait()
-        parent.stdout.close()
-    deadline = time.monotonic() + 10
-    while alive(holder) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(holder)
+    return SharedNetwork.create()
+
+
+_SHOW_MADE = ("readlink /proc/self/ns/user /proc/self/ns/net; cat /proc/self/uid_map "
+              "/proc/self/gid_map /proc/self/setgroups; ls /proc/self/fd; "
+              "echo; cat /proc/self/net/fib_trie")
+
+
+def test_the_first_sandbox_makes_new_namespaces_with_the_loopback_up() -> None:
+    with _launched_network() as network:
+        prefix, inherited = network.prefix, network.pass_fds
+        assert prefix[1] == f"--new-netns={inherited[0]}"
+        done = _run([*prefix, "sh", "-c", _SHOW_MADE], pass_fds=inherited)
+        assert done.returncode == 0, done.stderr
+        lines = done.stdout.split("\n")
+        for name, line in zip(("user", "net"), lines[:2], strict=True):
+            assert line != os.readlink(f"/proc/self/ns/{name}")
+        uid, gid = os.getuid(), os.getgid()
+        assert lines[2].split() == [str(uid), str(uid), "1"]
+        assert lines[3].split() == [str(gid), str(gid), "1"]
+        assert lines[4] == "deny"
+        listed = lines[5:lines.index("")]
+        assert str(inherited[0]) not in listed  # the socket went before the program ran
+        routes = done.stdout.partition("Local:")[2]
+        assert netns._LOOPBACK_ROUTE.search(routes)
+        network.prefix  # noqa: B018 (taking what it made)
+        user, net = network.pass_fds
+        assert lines[:2] == [f"user:[{os.fstat(user).st_ino}]", f"net:[{os.fstat(net).st_ino}]"]
+
+
+def test_when_the_first_sandbox_makes_nothing_the_next_one_does() -> None:
+    with _launched_network() as network:
+        prefix = network.prefix
+        failed = _run([prefix[0], "--sideways", *prefix[1:], "true"], pass_fds=network.pass_fds)
+        assert failed.returncode == 126
+        assert network.prefix[1].startswith("--new-netns=")  # nothing to join: make again
+        network.prefix  # noqa: B018 (never started: made again by the next)
+        made, _ = _show_namespaces(network)
+        joined, _ = _show_namespaces(network)
+        assert joined == made and made[1] != os.readlink("/proc/self/ns/net")
 
 
 @needs_bwrap
@@ -244,5 +227,17 @@ def test_a_sandboxed_shell_is_limited_and_shares_the_network(launch_mode: str,
             result = shell.run("ulimit -H -f; readlink /proc/self/ns/net")
         finally:
             shell.close()
+        network.prefix  # noqa: B018 (taking what the shell's launcher made)
         net = os.fstat(network.pass_fds[1]).st_ino
         assert result.stdout.split() == [str(5 * MiB // 1024), f"net:[{net}]"], result
+
+
+def test_no_process_is_started_for_the_namespaces_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first sandbox makes them: a conversation with one sandbox starts one process."""
+    def refuse(*args: object, **options: object) -> None:
+        raise AssertionError("a process was started for the namespaces")
+
+    monkeypatch.setattr(netns, "start_process", refuse)
+    with _launched_network() as network:
+        made, _ = _show_namespaces(network)
+        assert made[1] != os.readlink("/proc/self/ns/net")

@@ -308,9 +308,9 @@ def test_a_holder_dies_with_fencecall_even_before_bwrap_sets_its_own_signal(
 _ORPHAN = """\
 import os, subprocess, sys
 from fencecall.sandbox import _netns as netns
-for argv in (netns._holder_argv(sys.argv[1], "cat", 0),
-             [sys.argv[1], "--hold", netns._MARK, str(os.getpid())]):  # the launcher's
-    holder = subprocess.Popen(argv, start_new_session=True, stdin=subprocess.DEVNULL,
+for _ in range(2):
+    holder = subprocess.Popen(netns._holder_argv(sys.argv[1], "cat", 0),
+                              start_new_session=True, stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     print(holder.pid)
 """
@@ -321,9 +321,8 @@ def test_holders_a_dead_fencecall_left_are_swept_and_no_others(tmp_path: Path) -
     left = subprocess.run([sys.executable, "-c", _ORPHAN, str(fake)], capture_output=True,
                           text=True, check=True)  # it exits: its holders are left behind
     orphans = [int(pid) for pid in left.stdout.split()]
-    mine = [subprocess.Popen(argv, stdin=subprocess.DEVNULL) for argv in (
-        netns._holder_argv(str(fake), "cat", 0),
-        [str(fake), "--hold", netns._MARK, str(os.getpid())])]
+    mine = [subprocess.Popen(netns._holder_argv(str(fake), "cat", 0),
+                             stdin=subprocess.DEVNULL) for _ in range(2)]
     unmarked = subprocess.Popen([str(fake), "--setenv", "FENCECALL", "1"])
     try:
         assert len(orphans) == 2 and all(alive(orphan) for orphan in orphans)

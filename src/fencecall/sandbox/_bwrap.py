@@ -308,19 +308,20 @@ def share_network(sandbox: Sandbox) -> tuple[Sandbox, str | None]:
 
 @functools.cache
 def _network_probe() -> str | None:
-    """Why sandboxes cannot join a shared network here, or None when they can: run ``true``
-    in a sandbox that joins one, once per process with the real flags, as :func:`_probe`
-    does."""
+    """Why sandboxes cannot share a network here, or None when they can: run ``true`` in two
+    sandboxes of one (the first makes it where the launcher does, the second joins it), once
+    per process with the real flags, as :func:`_probe` does."""
     try:
         with SharedNetwork.create() as network:
             sandbox = Sandbox(SandboxPolicy.READ_ONLY, shared_network=network)
-            argv = sandbox.command(["true"])
-            done = subprocess.run(argv, pass_fds=sandbox.pass_fds,
-                                  stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                  timeout=_PROBE_TIMEOUT)
+            for _ in range(2):
+                argv = sandbox.command(["true"])
+                done = subprocess.run(argv, pass_fds=sandbox.pass_fds,
+                                      stdin=subprocess.DEVNULL, capture_output=True,
+                                      text=True, timeout=_PROBE_TIMEOUT)
+                if done.returncode != 0:
+                    return (f"{Path(argv[0]).name} and bwrap cannot start a sandbox in it "
+                            f"({done.stderr.strip() or f'exit status {done.returncode}'})")
     except (OSError, subprocess.SubprocessError) as err:
         return str(err)
-    if done.returncode != 0:
-        return (f"{Path(argv[0]).name} and bwrap cannot start a sandbox in it "
-                f"({done.stderr.strip() or f'exit status {done.returncode}'})")
     return None

@@ -1,33 +1,29 @@
 /* fencecall's launcher: in one exec, what a sh, util-linux's prlimit and nsenter did one
- * after the other before a limited or sandboxed program; and the holder of a conversation's
- * network namespace, in place of setpriv, a bwrap and a cat. Built by setup.py beside
+ * after the other before a limited or sandboxed program, and the making of a conversation's
+ * network namespace that a holder (setpriv, a bwrap and a cat) did. Built by setup.py beside
  * _launch.py; without it fencecall starts those programs as before.
  *
  *     fencecall-launch [--keep=FD[,FD]...] [--join=CGROUP.PROCS]... [--fsize=N] [--nproc=N]
- *                      [--as=N] [--userns=FD --netns=FD] -- PROGRAM [ARGUMENT...]
+ *                      [--as=N] [--userns=FD --netns=FD | --new-netns=SOCKET]
+ *                      -- PROGRAM [ARGUMENT...]
  *
  * With --keep, closes every descriptor from 3 up but those listed, as Python's close_fds
  * would (fencecall starts it with the listed ones inheritable and close_fds off: Python's
  * own closing, up to 3.13 at least, asks close_range for an empty range when two kept
  * descriptors are neighbours, is refused, and then closes every open descriptor of a batch
  * one by one). Writes its pid into each cgroup.procs (so every process PROGRAM starts is in
- * the groups), sets each rlimit (soft and hard, as prlimit does), enters the user and network namespaces
- * that the descriptors FD refer to with its own uid and gid (nsenter --preserve-credentials)
- * and closes them, so they do not reach PROGRAM; then execs PROGRAM, found on PATH as
- * execvp does (without its fallback to sh for a file that is not a program). Exits 126 when
- * a step fails, 127 when PROGRAM cannot run.
- *
- *     fencecall-launch --hold LABEL PARENT-PID
- *
- * The holder: SIGKILLed when its parent dies, and exits at once unless its parent is
- * PARENT-PID (it died before that was set). It makes a user namespace (its uid and gid
- * mapped to themselves, setgroups denied, as bwrap --unshare-user does) and a network
- * namespace it owns, brings the loopback up, then copies its stdin to its stdout until the
- * end of stdin: an echo says the namespaces are ready. LABEL is a mark in its argv, for
- * whoever looks for holders; it is not used here.
+ * the groups), sets each rlimit (soft and hard, as prlimit does), then either enters the
+ * user and network namespaces that the descriptors FD refer to with its own uid and gid
+ * (nsenter --preserve-credentials) and closes them, so they do not reach PROGRAM, or, with
+ * --new-netns, makes a user namespace (its uid and gid mapped to themselves, setgroups
+ * denied, as bwrap --unshare-user does) and a network namespace it owns, brings the
+ * loopback up, and sends descriptors of both over the Unix socket SOCKET (one message, for
+ * fencecall to take when another sandbox is to join them), then closes it. Then it execs
+ * PROGRAM, found on PATH as execvp does (without its fallback to sh for a file that is not
+ * a program). Exits 126 when a step fails, 127 when PROGRAM cannot run.
  *
  * It is built without the C library (-ffreestanding -nostdlib -static), on system calls
- * alone: it runs twice per sandboxed session, and a static glibc's start-up (reading the
+ * alone: it runs for every sandboxed process, and a static glibc's start-up (reading the
  * processor's features and cache sizes with cpuid, which traps to the hypervisor in a
  * virtual machine, and finding its own executable) cost more than everything it does. The
  * system calls are written for x86-64 and AArch64; elsewhere it does not build and the
@@ -38,11 +34,9 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -343,58 +337,7 @@ static void close_all_but(const int *kept, int count) {
     close_from(next, ~0U);
 }
 
-static int launch(int argc, char **argv, char **environment) {
-    char pid[32];
-    int user = -1, net = -1, at = 1, code = 0, kept[MOST_KEPT], keeping = -1;
-    /* the digits end just before pid[30], where the newline goes */
-    char *digits = decimal((unsigned long long)sys6(__NR_getpid, 0, 0, 0, 0, 0, 0),
-                           pid + sizeof pid - 1);
-    pid[sizeof pid - 2] = '\n';
-    pid[sizeof pid - 1] = '\0';
-    for (; at < argc && !same(argv[at], "--") && code == 0; at++) {
-        const char *arg = argv[at], *value = arg;
-        while (*value != '\0' && *value != '=')
-            value++;
-        value += *value == '=';
-        if (starts(arg, "--keep="))
-            code = (keeping = kept_list(value, kept)) < 0 ? fail("not descriptors:", value) : 0;
-        else if (starts(arg, "--join="))
-            code = write_file(value, digits) == 0 ? 0 : fail("cannot join", value);
-        else if (starts(arg, "--fsize="))
-            code = set_limit(RLIMIT_FSIZE, value);
-        else if (starts(arg, "--nproc="))
-            code = set_limit(RLIMIT_NPROC, value);
-        else if (starts(arg, "--as="))
-            code = set_limit(RLIMIT_AS, value);
-        else if (starts(arg, "--userns="))
-            code = (user = (int)number(value)) < 0 ? fail("not a descriptor:", value) : 0;
-        else if (starts(arg, "--netns="))
-            code = (net = (int)number(value)) < 0 ? fail("not a descriptor:", value) : 0;
-        else
-            code = (error_number = EINVAL, fail("unknown option", arg));
-    }
-    if (code != 0)
-        return code;
-    if (at + 1 >= argc) {
-        say(me, ": no program to run after --", NULL);
-        return 126;
-    }
-    if ((user >= 0) != (net >= 0)) {
-        say(me, ": --userns and --netns go together", NULL);
-        return 126;
-    }
-    if (keeping >= 0)
-        close_all_but(kept, keeping);
-    if (user >= 0 && (code = enter(user, net)) != 0)
-        return code;
-    run(argv + at + 1, environment);
-    char buffer[32];
-    say(me, ": cannot run ", argv[at + 1], ": ", reason(error_number, buffer, sizeof buffer),
-        NULL);
-    return 127;
-}
-
-/* ------------------------------------------------------------------ the holder */
+/* ------------------------------------------------------------------ namespaces */
 
 /* Bring the loopback interface of this network namespace up (the kernel gives it 127.0.0.1
  * and ::1 then). */
@@ -431,12 +374,11 @@ static const char *identity_map(unsigned long id, char *buffer, size_t size) {
     return buffer;
 }
 
-static int hold(const char *parent) {
-    char map[64], buffer[4096];
+/* Make a user namespace (this process's uid and gid mapped to themselves, setgroups denied,
+ * as bwrap --unshare-user does) and a network namespace it owns, with the loopback up. */
+static int make_namespaces(void) {
+    char map[64];
     long uid = sys6(__NR_getuid, 0, 0, 0, 0, 0, 0), gid = sys6(__NR_getgid, 0, 0, 0, 0, 0, 0);
-    SYS(__NR_prctl, PR_SET_PDEATHSIG, SIGKILL, 0);
-    if (sys6(__NR_getppid, 0, 0, 0, 0, 0, 0) != number(parent))
-        return 128 + SIGKILL;  /* the parent died before the signal was set */
     if (SYS(__NR_unshare, CLONE_NEWUSER | CLONE_NEWNET, 0, 0) != 0)
         return fail("cannot make", "a user and a network namespace");
     if (write_file("/proc/self/setgroups", "deny\n") != 0 && error_number != ENOENT)
@@ -445,28 +387,106 @@ static int hold(const char *parent) {
         return fail("cannot write", "/proc/self/uid_map");
     if (write_file("/proc/self/gid_map", identity_map((unsigned long)gid, map, sizeof map)) != 0)
         return fail("cannot write", "/proc/self/gid_map");
-    int code = loopback_up();
+    return loopback_up();
+}
+
+/* Send descriptors of this process's user and network namespaces over the Unix socket
+ * SOCKET, in one message of one byte, then close them and it. */
+static int send_namespaces(int socket) {
+    int fds[2] = {(int)SYS(__NR_openat, AT_FDCWD, "/proc/self/ns/user", O_RDONLY | O_CLOEXEC),
+                  (int)SYS(__NR_openat, AT_FDCWD, "/proc/self/ns/net", O_RDONLY | O_CLOEXEC)};
+    union {
+        char bytes[CMSG_SPACE(sizeof fds)];
+        struct cmsghdr align;
+    } control;
+    char byte = 'n';
+    struct iovec part = {&byte, 1};
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    memset(&control, 0, sizeof control);
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    message.msg_control = control.bytes;
+    message.msg_controllen = sizeof control.bytes;
+    struct cmsghdr *header = (struct cmsghdr *)control.bytes;
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(header), fds, sizeof fds);
+    int code = 0;
+    if (fds[0] < 0 || fds[1] < 0)
+        code = fail("cannot open", "the new namespaces");
+    else if (SYS(__NR_sendmsg, socket, &message, MSG_NOSIGNAL) != 1)
+        code = fail("cannot send", "the new namespaces");
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            SYS(__NR_close, fds[i], 0, 0);
+    SYS(__NR_close, socket, 0, 0);
+    return code;
+}
+
+static int launch(int argc, char **argv, char **environment) {
+    char pid[32];
+    int user = -1, net = -1, inbox = -1, at = 1, code = 0, kept[MOST_KEPT], keeping = -1;
+    /* the digits end just before pid[30], where the newline goes */
+    char *digits = decimal((unsigned long long)sys6(__NR_getpid, 0, 0, 0, 0, 0, 0),
+                           pid + sizeof pid - 1);
+    pid[sizeof pid - 2] = '\n';
+    pid[sizeof pid - 1] = '\0';
+    for (; at < argc && !same(argv[at], "--") && code == 0; at++) {
+        const char *arg = argv[at], *value = arg;
+        while (*value != '\0' && *value != '=')
+            value++;
+        value += *value == '=';
+        if (starts(arg, "--keep="))
+            code = (keeping = kept_list(value, kept)) < 0 ? fail("not descriptors:", value) : 0;
+        else if (starts(arg, "--join="))
+            code = write_file(value, digits) == 0 ? 0 : fail("cannot join", value);
+        else if (starts(arg, "--fsize="))
+            code = set_limit(RLIMIT_FSIZE, value);
+        else if (starts(arg, "--nproc="))
+            code = set_limit(RLIMIT_NPROC, value);
+        else if (starts(arg, "--as="))
+            code = set_limit(RLIMIT_AS, value);
+        else if (starts(arg, "--userns="))
+            code = (user = (int)number(value)) < 0 ? fail("not a descriptor:", value) : 0;
+        else if (starts(arg, "--netns="))
+            code = (net = (int)number(value)) < 0 ? fail("not a descriptor:", value) : 0;
+        else if (starts(arg, "--new-netns="))
+            code = (inbox = (int)number(value)) < 0 ? fail("not a descriptor:", value) : 0;
+        else
+            code = (error_number = EINVAL, fail("unknown option", arg));
+    }
     if (code != 0)
         return code;
-    long got;
-    while ((got = SYS(__NR_read, 0, buffer, sizeof buffer)) != 0) {
-        if (got < 0 && error_number != EINTR)
-            return 1;
-        if (got > 0 && write_all(1, buffer, (size_t)got) != 0)
-            return 1;
+    if (at + 1 >= argc) {
+        say(me, ": no program to run after --", NULL);
+        return 126;
     }
-    return 0;
+    if ((user >= 0) != (net >= 0) || (user >= 0 && inbox >= 0)) {
+        say(me, ": --userns and --netns go together, and not with --new-netns", NULL);
+        return 126;
+    }
+    if (keeping >= 0)
+        close_all_but(kept, keeping);
+    if (user >= 0 && (code = enter(user, net)) != 0)
+        return code;
+    if (inbox >= 0 && ((code = make_namespaces()) != 0 || (code = send_namespaces(inbox)) != 0))
+        return code;
+    run(argv + at + 1, environment);
+    char buffer[32];
+    say(me, ": cannot run ", argv[at + 1], ": ", reason(error_number, buffer, sizeof buffer),
+        NULL);
+    return 127;
 }
 
 /* ------------------------------------------------------------------ start */
 
 static int main_of(int argc, char **argv, char **environment) {
-    if (argc == 4 && same(argv[1], "--hold"))
-        return hold(argv[3]);
     if (argc < 3) {
         say("usage: ", me, " [--keep=FD[,FD]...] [--join=PROCS]... [--fsize=N] [--nproc=N] "
-            "[--as=N] [--userns=FD --netns=FD] -- PROGRAM [ARGUMENT...]", NULL);
-        say("       ", me, " --hold LABEL PARENT-PID", NULL);
+            "[--as=N] [--userns=FD --netns=FD | --new-netns=SOCKET] -- PROGRAM [ARGUMENT...]",
+            NULL);
         return 126;
     }
     return launch(argc, argv, environment);

@@ -1,21 +1,26 @@
 """One private network namespace (loopback only) for all the sandboxes of a conversation.
 
 Each bwrap with ``--unshare-all`` gets a loopback of its own, so a server the model starts in
-the shell cannot be reached from the python tool, a read-only run or a later shell. Instead, a
-short-lived holder makes a user and a network namespace and brings ``lo`` up; fencecall keeps
-them alive by holding open descriptors of both after the holder exits, and starts every
-sandbox of the conversation behind a program that enters them, then runs ``bwrap ...
---share-net``: bwrap still makes its own user, pid, ipc… namespaces inside, but keeps this
-network. Nothing outside can reach it, and the host's loopback is not in it.
+the shell cannot be reached from the python tool, a read-only run or a later shell. Instead,
+the conversation has one user and one network namespace with ``lo`` up, which fencecall keeps
+alive by holding open descriptors of both, and starts every sandbox of the conversation
+behind a program that enters them, then runs ``bwrap ... --share-net``: bwrap still makes its
+own user, pid, ipc… namespaces inside, but keeps this network. Nothing outside can reach it,
+and the host's loopback is not in it.
 
-The holder and the entering program are fencecall's launcher (``fencecall-launch --hold``,
-and ``fencecall-launch --userns=FD --netns=FD --``, see :mod:`._launch`) where it was built;
-else ``bwrap --unshare-user --unshare-net ... cat`` under setpriv, and ``nsenter --user=FD
---net=FD --preserve-credentials --``. Either holder gets a parent-death signal before it makes
-anything (the launcher sets its own and checks that its parent still lives; bwrap sets its
-own only once it has made the namespaces, so setpriv sets one first), and its argv names the
-fencecall that started it, so that a holder a killed fencecall left is found and ended by the
-next one (:func:`sweep_holders`).
+Where fencecall's launcher was built (see :mod:`._launch`), the first sandbox makes them: its
+launcher (``fencecall-launch --new-netns=SOCKET --``) unshares them before it execs bwrap and
+sends descriptors of both over a Unix socket, which fencecall reads only once another sandbox
+is to join (``fencecall-launch --userns=FD --netns=FD --``): most conversations start one
+sandbox, the shell, and no process is started for the namespaces alone. Should that first
+sandbox fail to make them, the next one makes them instead.
+
+Elsewhere a short-lived holder makes them at once, ``bwrap --unshare-user --unshare-net ...
+cat`` under setpriv, and sandboxes enter them with ``nsenter --user=FD --net=FD
+--preserve-credentials --``. The holder gets a parent-death signal before it makes anything
+(bwrap sets its own only once it has made the namespaces, so setpriv sets one first), and its
+argv names the fencecall that started it, so that a holder a killed fencecall left is found
+and ended by the next one (:func:`sweep_holders`).
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ import functools
 import json
 import os
 import re
+import select
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -39,8 +46,8 @@ from .host_programs import host_program
 
 _HOLDER = ("--unshare-user", "--unshare-net", "--die-with-parent", "--ro-bind", "/", "/")
 _MARK = "FENCECALL_NETNS_HOLDER"
-"""Followed in the holder's argv by the pid of the fencecall that starts it: set with bwrap's
-``--setenv``, or the label of the launcher's ``--hold``."""
+"""Followed in the holder's argv by the pid of the fencecall that starts it (set with bwrap's
+``--setenv``)."""
 _TIMEOUT = 10.0
 _LOOPBACK_ROUTE = re.compile(r"\|-- 127\.0\.0\.1\n\s+/32 host LOCAL")
 """127.0.0.1's entry in the Local routing table, which exists only while ``lo`` is up with
@@ -49,63 +56,114 @@ that address (``/proc/PID/net/fib_trie``)."""
 
 class SharedNetwork:
     """Open descriptors of a user namespace and the network namespace it owns; the namespaces
-    live as long as the descriptors. :meth:`close` is safe from any thread, but a sandbox
-    whose command was built before it and is started after it would enter whatever the
-    descriptor numbers then refer to: close only once nothing starts any more."""
+    live as long as the descriptors. Launched, the descriptors come from the first sandbox
+    started with :attr:`prefix`, which makes the namespaces. :meth:`close` is safe from any
+    thread, but a sandbox whose command was built before it and is started after it would
+    enter whatever the descriptor numbers then refer to: close only once nothing starts any
+    more. The sandboxes of a conversation are started one at a time."""
 
-    __slots__ = ("_enter", "_fds", "_launched", "_lock")
+    __slots__ = ("_closed", "_enter", "_fds", "_launched", "_lock", "_offer")
 
-    def __init__(self, enter: str, user: int, net: int, *, launched: bool = False) -> None:
-        """``enter``: nsenter, or the launcher when ``launched``."""
+    def __init__(self, enter: str, fds: tuple[int, int] | None = None, *,
+                 launched: bool = False) -> None:
+        """``enter``: nsenter with the descriptors ``fds`` of a holder's namespaces, or the
+        launcher when ``launched`` (the first sandbox then makes them)."""
         self._enter = enter
         self._launched = launched
-        self._fds: tuple[int, int] | None = (user, net)
+        self._fds = fds
+        self._offer: tuple[socket.socket, int] | None = None
+        """Where the sandbox that makes the namespaces sends them: fencecall's end of a
+        socket pair, and the descriptor of the other end that sandbox inherits."""
+        self._closed = False
         self._lock = threading.Lock()
 
     @classmethod
     def create(cls) -> SharedNetwork:
-        """A new namespace pair; OSError, with the reason, where it cannot be made here."""
+        """A new namespace pair (made by its first sandbox where the launcher was built);
+        OSError, with the reason, where it cannot be made here."""
         launcher = _launch.launcher()
         if launcher is not None:
-            sweep_holders_once()
-            return cls(launcher, *_launch_holder(launcher), launched=True)
+            return cls(launcher, launched=True)
         nsenter, bwrap, cat = (host_program(name) for name in ("nsenter", "bwrap", "cat"))
         if nsenter is None:
             raise OSError("nsenter (util-linux) is not installed")
         if bwrap is None or cat is None:
             raise OSError("bwrap or cat is not installed")
         sweep_holders_once()
-        return cls(nsenter, *_hold_namespaces(bwrap, cat))
+        return cls(nsenter, _hold_namespaces(bwrap, cat))
 
     @property
     def pass_fds(self) -> tuple[int, ...]:
-        """The descriptors a process started with :attr:`prefix` must inherit (Popen's
-        ``pass_fds``)."""
-        return self._open_fds()
+        """The descriptors a process started with the last :attr:`prefix` must inherit
+        (Popen's ``pass_fds``)."""
+        with self._lock:
+            self._check_open()
+            if self._fds is not None:
+                return self._fds
+            return (self._offer[1],) if self._offer is not None else ()
 
     @property
     def prefix(self) -> tuple[str, ...]:
         """The argv that enters the namespaces, then runs the rest of the command line with
-        fencecall's uid and gid (inside, they map to themselves). The launcher closes the
-        descriptors before it does; nsenter leaves them open."""
-        user, net = self._open_fds()
+        fencecall's uid and gid (inside, they map to themselves); launched, before they are
+        made, the argv that makes them. The launcher closes the descriptors before it runs
+        the rest; nsenter leaves them open. Start the command before asking again."""
+        with self._lock:
+            self._check_open()
+            if self._fds is None and self._launched:
+                self._fds = self._take_made()
+            if self._fds is None:
+                if self._offer is None:
+                    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                    self._offer = (mine, theirs.detach())
+                return (self._enter, f"--new-netns={self._offer[1]}", "--")
+            user, net = self._fds
         if self._launched:
             return (self._enter, f"--userns={user}", f"--netns={net}", "--")
         return (self._enter, f"--user=/proc/self/fd/{user}", f"--net=/proc/self/fd/{net}",
                 "--preserve-credentials", "--")
 
-    def _open_fds(self) -> tuple[int, int]:
-        with self._lock:
-            if self._fds is None:
-                raise ValueError("the conversation's network namespace was closed")
-            return self._fds
+    def _take_made(self) -> tuple[int, int] | None:
+        """The namespaces the sandbox started with the last offer made and sent; None when
+        there was none, or it made none (it never started, or failed first)."""
+        if self._offer is None:
+            return None
+        mine, theirs = self._offer
+        self._offer = None
+        os.close(theirs)  # now only that sandbox's launcher holds it, if it runs
+        with mine:
+            if not select.select([mine], [], [], _TIMEOUT)[0]:
+                return None  # started but stuck before it made them: the next one will
+            _, fds, _, _ = socket.recv_fds(mine, 1, 2, socket.MSG_CMSG_CLOEXEC)
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            return None
+        try:
+            for fd, name in zip(fds, ("user", "net"), strict=True):
+                if _same_file(os.fstat(fd), os.stat(f"/proc/self/ns/{name}")):
+                    raise OSError(f"the sandbox did not make a new {name} namespace")
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return fds[0], fds[1]
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("the conversation's network namespace was closed")
 
     def close(self) -> None:
         """Let the namespaces go once no sandbox is left in them; idempotent."""
         with self._lock:
+            self._closed = True
             fds, self._fds = self._fds, None
+            offer, self._offer = self._offer, None
         for fd in fds or ():
             os.close(fd)
+        if offer is not None:
+            offer[0].close()
+            os.close(offer[1])
 
     def __enter__(self) -> SharedNetwork:
         return self
@@ -113,15 +171,6 @@ class SharedNetwork:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.close()
-
-
-def _launch_holder(launcher: str) -> tuple[int, int]:
-    """Descriptors (close-on-exec) of the user and network namespaces of a launcher holding
-    them until its stdin closes (it echoes its stdin once they are ready)."""
-    holder = start_process([launcher, "--hold", _MARK, str(os.getpid())], reaper=True,
-                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, start_new_session=True)
-    return _take_namespaces(holder, lambda: (holder.pid, None))
 
 
 def _hold_namespaces(bwrap: str, cat: str) -> tuple[int, int]:
@@ -263,7 +312,7 @@ def _holder_owner(pid: int, namespace: str) -> int | None:
     except OSError:
         return None
     for at in range(len(args) - 2):
-        if args[at] in (b"--setenv", b"--hold") and args[at + 1] == _MARK.encode() \
+        if args[at] == b"--setenv" and args[at + 1] == _MARK.encode() \
                 and args[at + 2].isdigit():
             return int(args[at + 2])
     return None

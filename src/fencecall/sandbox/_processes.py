@@ -65,8 +65,8 @@ def start_process(argv: Sequence[str], *, limits: ResourceLimits | None = None,
     parent-death signal are PR_SET_PDEATHSIG, which fires when the *thread* that forked the
     process ends: one started from a short-lived worker thread would die with that thread.
     ``reaper``: ``argv``'s program sets its own parent-death signal and runs nothing unless
-    its parent is still this process (a :func:`~.reaper.reaped` argv's reaper, the
-    launcher's namespace holder), so no setpriv is started before it."""
+    its parent is still this process (a :func:`~.reaper.reaped` argv's reaper), so no
+    setpriv is started before it."""
     future = _steady_pool().submit(_popen, argv, limits, options, reaper)
     try:
         proc: subprocess.Popen[bytes] = future.result()
