@@ -9,6 +9,7 @@ namespace descriptors from the program, and a failed step must stop the start.
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -241,3 +242,26 @@ def test_no_process_is_started_for_the_namespaces_alone(monkeypatch: pytest.Monk
     with _launched_network() as network:
         made, _ = _show_namespaces(network)
         assert made[1] != os.readlink("/proc/self/ns/net")
+
+
+def test_the_namespaces_are_taken_when_descriptors_are_numbered_past_1024() -> None:
+    """A batch holds thousands of descriptors: ``select`` would refuse the socket's."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"this process may open only {hard} descriptors")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1200 if hard == resource.RLIM_INFINITY
+                                                else min(hard, 4096), hard))
+    filler: list[int] = []
+    try:
+        while not filler or filler[-1] < 1100:
+            filler.append(os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC))
+        with _launched_network() as network:
+            prefix, inherited = network.prefix, network.pass_fds
+            assert inherited[0] > 1024
+            made = _run([*prefix, "readlink", "/proc/self/ns/net"], pass_fds=inherited)
+            joined, _ = _show_namespaces(network)
+            assert joined[1] == made.stdout.strip() != os.readlink("/proc/self/ns/net")
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -30,7 +30,6 @@ import functools
 import json
 import os
 import re
-import select
 import signal
 import socket
 import subprocess
@@ -132,7 +131,7 @@ class SharedNetwork:
         self._offer = None
         os.close(theirs)  # now only that sandbox's launcher holds it, if it runs
         with mine:
-            if not select.select([mine], [], [], _TIMEOUT)[0]:
+            if not readable(mine.fileno(), _TIMEOUT):
                 return None  # started but stuck before it made them: the next one will
             _, fds, _, _ = socket.recv_fds(mine, 1, 2, socket.MSG_CMSG_CLOEXEC)
         if len(fds) != 2:

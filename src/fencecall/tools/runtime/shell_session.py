@@ -4,11 +4,11 @@ Each command is written to an unnamed file and sourced by the same bash, so ``cd
 ``export`` persist between calls: bash inherited a read-only descriptor of it, and the file
 is read-only to all, so nothing in the sandbox can change the next command. Its stdout and
 stderr go to unnamed files that fencecall holds by descriptor (see :mod:`._capture`) and
-bash inherited, and its stdin is ``/dev/null`` (a
-command waiting for input gets end-of-file instead of hanging the session). Every process
-bash starts stays below the process fencecall started, whatever session it moves to:
-unsandboxed, bash runs under a reaper that adopts orphans and kills them all when fencecall
-dies; sandboxed, under bwrap's init in a pid namespace.
+bash inherited, and its stdin is ``/dev/null`` (a command waiting for input gets end-of-file
+instead of hanging the session). Every process bash starts stays below the process fencecall
+started, whatever session it moves to: unsandboxed, bash runs under a reaper that adopts
+orphans and kills them all when fencecall dies; sandboxed, under bwrap's init in a pid
+namespace.
 
 Stopping a command stops all of it. On a timeout, past the output cap, or on Ctrl-C, bash
 itself is killed with everything below it, so the rest of the line (``sleep 60; git push``,
@@ -180,22 +180,21 @@ class _Capture:
     read-only descriptor of it)."""
 
     def __init__(self) -> None:
-        self.out = self.err = self.state = self.script = self.script_in = -1
+        opened: list[int] = []
         try:
-            self.out, self.err, self.state = (_capture.unnamed_file() for _ in range(3))
-            self.script, self.script_in = _capture.script_file()
+            for _ in range(3):
+                opened.append(_capture.unnamed_file())
+            opened += _capture.script_file()
         except BaseException:
-            _capture.close(*self._all())
+            _capture.close(*opened)
             raise
+        self.out, self.err, self.state, self.script, self.script_in = opened
         self._closed = False
 
     @property
     def fds(self) -> tuple[int, int, int, int]:
         """What bash inherits, in the order of :attr:`_Bash.paths`."""
         return self.out, self.err, self.state, self.script_in
-
-    def _all(self) -> tuple[int, ...]:
-        return tuple(fd for fd in (*self.fds, self.script) if fd >= 0)
 
     def clear(self) -> None:
         _capture.clear(self.out, self.err, self.state)
@@ -211,7 +210,7 @@ class _Capture:
         """Close the files, once (a number closed twice may be another file's by then)."""
         if not self._closed:
             self._closed = True
-            _capture.close(*self._all())
+            _capture.close(*self.fds, self.script)
 
 
 class _Bash:
