@@ -204,6 +204,7 @@ class Cgroup:
             if folders else None
 
     def use(self) -> _Use:
+        """Whether a process is in it now (read from each hierarchy's list)."""
         for path in self.procs:
             try:
                 if _read_small(path).strip():
