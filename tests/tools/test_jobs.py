@@ -272,6 +272,7 @@ def test_a_read_only_run_cannot_reach_the_shells_scratch_folder(workspace: Path)
         shell_session = made(session, SHELL)
         assert isinstance(shell_session, ShellSession)
         folder = shell_session._dir
+        assert folder is not None  # made for the pending state
         result = shell_session.run(f"echo $KEPT; ls {folder}; touch {folder}/x.state",
                                    read_only=True)
         assert result.stdout == "1\n" and result.exit_code != 0
