@@ -1,9 +1,10 @@
 """Control groups kept for the next start once their processes have ended, with real groups.
 
 Making a group (a memory group most of all) costs the kernel far more than reading that one
-is empty, and every shell and interpreter gets one: an ended one is handed out again, for
-the same limits only, never while a process is in it, and never while it is still charged
-with memory that the next process would lose from its limit.
+is empty, and every shell and interpreter gets one: one whose process was reaped is handed
+out again, for the same limits only, never while a process is in it or before its process
+ended, and never while it is still charged with memory that the next process would lose
+from its limit.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def _running_in(group: Cgroup, command: str) -> Iterator[None]:
     """``command`` (which ends in an ``exec``) in ``group``, joined once this yields, and
     killed after."""
     process = subprocess.Popen(limited(["sh", "-c", command], LIMITS, group))
+    group.started(process)
     try:
         for procs in group.procs:
             deadline = time.monotonic() + 10
@@ -74,10 +76,17 @@ def test_a_group_is_handed_out_again_once_its_processes_have_ended() -> None:
     assert done.returncode == 0, done.stderr  # a process joins it as it joined a new one
 
 
-def test_a_group_nobody_was_seen_in_yet_is_not_handed_out() -> None:
+def test_a_group_whose_process_has_not_ended_is_not_handed_out() -> None:
     """Its process may still be on its way in."""
     first = _group()
-    assert _group() is not first
+    process = subprocess.Popen(["sleep", "30"])  # not in it yet
+    first.started(process)
+    try:
+        assert _group() is not first
+    finally:
+        process.kill()
+        process.wait()
+    assert _group() is first
 
 
 def test_a_group_still_charged_with_memory_is_removed_not_kept(tmp_path: Path) -> None:

@@ -86,11 +86,20 @@ spawns are serialised on one thread), against a fraction of one."""
 def _popen(argv: Sequence[str], limits: ResourceLimits | None,
            options: dict[str, Any], reaper: bool = False) -> subprocess.Popen[bytes]:
     bwrap = "--die-with-parent" in argv[:40] and any(Path(a).name == "bwrap" for a in argv[:8])
+    group = Cgroup.create(limits) if limits is not None else None
     if limits is not None:
-        argv = limited(argv, limits, Cgroup.create(limits))
+        argv = limited(argv, limits, group)
+    proc = _spawn(argv, options, bwrap or reaper)
+    if group is not None:
+        group.started(proc)
+    return proc
+
+
+def _spawn(argv: Sequence[str], options: dict[str, Any],
+           sets_its_signal: bool) -> subprocess.Popen[bytes]:
     if options.get("pass_fds") and argv and argv[0] == _launch.launcher():
         return _launched_keeping(argv, options)
-    if bwrap or reaper:  # each sets the signal itself (bwrap after the launcher or nsenter)
+    if sets_its_signal:  # bwrap (after the launcher or nsenter), the reaper
         return subprocess.Popen(argv, **options)
     if _SETPRIV is not None:
         return subprocess.Popen([_SETPRIV, "--pdeathsig", "KILL", "--", *argv], **options)

@@ -18,6 +18,7 @@ import atexit
 import contextlib
 import functools
 import os
+import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -149,7 +150,8 @@ class _Use(Enum):
 
 class Cgroup:
     """A control group of a started process (in each hierarchy that has the controller).
-    Once every process in it has ended, it is kept for the next start with the same limits:
+    Once that process was reaped and every process in it has ended, it is kept for the next
+    start with the same limits:
     making one costs the kernel far more than reading that one is empty (a memory group
     most of all). One that still holds memory (files its processes left in a tmpfs are
     charged to it) is removed instead, so that the next process gets all of its limit; so
@@ -203,6 +205,13 @@ class Cgroup:
         return cls(folders, "pids" in limited_by, "memory" in limited_by, key) \
             if folders else None
 
+    def started(self, process: subprocess.Popen[bytes]) -> None:
+        """Say which process it was made for: once that one is reaped and the group is empty,
+        it has ended with every process it started (it cannot join any more)."""
+        watch = _made.get(self)
+        if watch is not None:
+            watch.process = process
+
     def use(self) -> _Use:
         """Whether a process is in it now (read from each hierarchy's list)."""
         for path in self.procs:
@@ -239,17 +248,24 @@ def _read_small(path: Path) -> bytes:
 
 
 class _Watch:
-    """When a group was handed out, and what has been seen of it since."""
+    """When a group was handed out, for which process, and when to look at it again."""
 
-    __slots__ = ("joined", "look_at", "since", "wait")
+    __slots__ = ("look_at", "process", "since", "wait")
 
     def __init__(self, since: float) -> None:
         self.since = since
-        self.joined = False
-        """Whether a process was seen in it: once it is empty again, they have all ended."""
+        self.process: subprocess.Popen[bytes] | None = None
         self.wait = _FIRST_LOOK
         """Seconds until the next look (doubling, up to :data:`_LOOK_AGAIN`)."""
         self.look_at = since + self.wait
+
+    def ended(self, now: float) -> bool:
+        """Whether its process has ended and was reaped (by whoever started it), so that
+        an empty group is one it has left; without a process (its start failed), once it
+        could have joined."""
+        if self.process is not None:
+            return self.process.returncode is not None
+        return now - self.since >= _JOINED_WITHIN
 
     def later(self, now: float) -> None:
         self.wait = min(self.wait * 2, _LOOK_AGAIN)
@@ -264,9 +280,8 @@ _IDLE_KEPT = 256
 """Empty groups kept, at most, for each set of limits."""
 _HELD_MEMORY = 64 * MiB
 _JOINED_WITHIN = 10.0
-"""Seconds after which a group's process has surely joined it (or failed to start): an
-empty group nobody was seen in, handed out less long ago, may be one whose process is still
-on its way in."""
+"""Seconds after which a group handed out for no process (its start failed) is surely not
+joined any more."""
 _FIRST_LOOK = 1.0
 """Seconds after a group is handed out before the first look at it."""
 _LOOK_AGAIN = 60.0
@@ -281,9 +296,8 @@ def _tidy(*, everything: bool = False) -> None:
         if not everything and now < watch.look_at:
             continue
         use = _Use.EMPTY if everything else group.use()
-        if use is _Use.BUSY or (use is _Use.EMPTY and not watch.joined
-                                and now - watch.since < _JOINED_WITHIN):
-            watch.joined = watch.joined or use is _Use.BUSY
+        if use is _Use.BUSY or (use is _Use.EMPTY and not everything
+                                and not watch.ended(now)):
             watch.later(now)
             continue
         del _made[group]
