@@ -49,9 +49,10 @@ def holding(content: str | bytes) -> int:
 def script_file() -> tuple[int, int]:
     """A file fencecall writes scripts to and a process reads them from: a descriptor to
     write (:func:`rewrite`) and a read-only one to pass on. The file is read-only to all, so
-    whoever gets the second cannot reopen it to write (``/proc/self/fd/N``) and change what
-    it is given next; anyone may read it (a container's user may be anyone), but it has no
-    name, only descriptors."""
+    a process given the second cannot reopen it to write (``/proc/self/fd/N``) and change
+    what it is given next, unless it may override file modes (a sandboxed one may not: its
+    capabilities are dropped); anyone may read it (a container's user may be anyone), but it
+    has no name, only descriptors."""
     writer = unnamed_file()
     try:
         reader = os.open(f"/proc/self/fd/{writer}", os.O_RDONLY | os.O_CLOEXEC)
