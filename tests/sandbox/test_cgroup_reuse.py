@@ -35,7 +35,7 @@ def own_pool(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(limits_module, "_idle", {})
     monkeypatch.setattr(limits_module, "_FIRST_LOOK", 0.0)
     yield
-    limits_module._tidy(everything=True)
+    limits_module._remove_all()
 
 
 def _group(limits: ResourceLimits = LIMITS) -> Cgroup:

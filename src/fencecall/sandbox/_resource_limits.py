@@ -288,31 +288,34 @@ _LOOK_AGAIN = 60.0
 """Seconds between looks, at most, at a group in use."""
 
 
-def _tidy(*, everything: bool = False) -> None:
-    """Keep for the next starts (or remove) the groups whose processes have all ended; with
-    ``everything``, remove every group left."""
+def _tidy() -> None:
+    """Keep for the next starts (or remove) the groups whose processes have all ended."""
     now = time.monotonic()
     for group, watch in list(_made.items()):
-        if not everything and now < watch.look_at:
+        if now < watch.look_at:
             continue
-        use = _Use.EMPTY if everything else group.use()
-        if use is _Use.BUSY or (use is _Use.EMPTY and not everything
-                                and not watch.ended(now)):
+        use = group.use()
+        if use is _Use.BUSY or (use is _Use.EMPTY and not watch.ended(now)):
             watch.later(now)
             continue
         del _made[group]
         idle = _idle.setdefault(group.key, [])
-        if use is _Use.GONE or everything or len(idle) >= _IDLE_KEPT or group.holds_memory():
+        if use is _Use.GONE or len(idle) >= _IDLE_KEPT or group.holds_memory():
             group.remove()
         else:
             idle.append(group)
-    if everything:
-        for group in (group for idle in _idle.values() for group in idle):
-            group.remove()
-        _idle.clear()
 
 
-atexit.register(_tidy, everything=True)
+def _remove_all() -> None:
+    """Remove every group this process made (at exit: one still in use stays, for the next
+    fencecall's :func:`sweep_groups`)."""
+    for group in [*_made, *(group for idle in _idle.values() for group in idle)]:
+        group.remove()
+    _made.clear()
+    _idle.clear()
+
+
+atexit.register(_remove_all)
 
 
 def _remove_group(folder: Path) -> None:

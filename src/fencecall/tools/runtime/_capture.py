@@ -38,9 +38,7 @@ def holding(content: str | bytes) -> int:
     filter), at its start: the process it is passed to can read it, not grow it."""
     fd = unnamed_file()
     try:
-        data = content.encode("utf-8", errors="surrogateescape") \
-            if isinstance(content, str) else content
-        os.write(fd, data)
+        rewrite(fd, content)
         return os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
     finally:
         os.close(fd)
@@ -67,10 +65,12 @@ def script_file() -> tuple[int, int]:
     return writer, reader
 
 
-def rewrite(fd: int, content: str) -> None:
-    """Make the file of ``fd`` (in append mode) hold ``content`` alone."""
+def rewrite(fd: int, content: str | bytes) -> None:
+    """Make the file of ``fd`` (in append mode) hold ``content`` alone, however many writes
+    that takes."""
     os.ftruncate(fd, 0)
-    data = content.encode("utf-8", errors="surrogateescape")
+    data = content.encode("utf-8", errors="surrogateescape") \
+        if isinstance(content, str) else content
     while data:
         data = data[os.write(fd, data):]
 
